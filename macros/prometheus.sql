@@ -1,0 +1,29 @@
+{#- Label helpers for Prometheus series read by read_prometheus_matrix(). -#}
+
+{#- A label's value, null when absent or empty. -#}
+{% macro prom_label(name) -%}
+    nullif(labels['{{ name }}'], '')
+{%- endmacro %}
+
+{#- The cluster: the series' `cluster` label (Prometheus external label), else the folder under metrics/<source>/. -#}
+{% macro prom_cluster(source_dir) -%}
+    coalesce(
+        {{ prom_label('cluster') }},
+        nullif(regexp_extract(replace(filename, '\\', '/'), '{{ source_dir }}/([^/]+)/', 1), '')
+    )
+{%- endmacro %}
+
+{#- A stable workload key for a pod: <cluster>/<namespace>/<pod>. -#}
+{% macro workload_id(cluster, namespace, pod) -%}
+    case when {{ pod }} is not null then {{ cluster }} || '/' || coalesce({{ namespace }}, '') || '/' || {{ pod }} end
+{%- endmacro %}
+
+{#- Seconds one sample stands for: the gap to the series' next sample, or the series' step when the
+    gap is missing (last sample) or longer than gpucost_max_sample_gap_seconds (telemetry was lost). -#}
+{% macro sample_duration(gap_seconds, step_seconds) -%}
+    case
+        when {{ gap_seconds }} is null or {{ gap_seconds }} > {{ var('gpucost_max_sample_gap_seconds') }}
+            then least(coalesce({{ step_seconds }}, 60), {{ var('gpucost_max_sample_gap_seconds') }})
+        else {{ gap_seconds }}
+    end
+{%- endmacro %}

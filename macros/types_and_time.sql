@@ -1,0 +1,59 @@
+{#- Money is DECIMAL(38, 18) from the raw file to the mart: exact, never float. -#}
+{% macro money_type() -%}
+    {{ return(adapter.dispatch('money_type', 'gpucost')()) }}
+{%- endmacro %}
+
+{% macro default__money_type() -%}decimal(38, 18){%- endmacro %}
+
+{#- Cents, once rounded for statements. -#}
+{% macro cents_type() -%}decimal(18, 2){%- endmacro %}
+
+{#- Unix epoch seconds of a timestamp, as bigint (portable; not dbt.datediff, whose 'hour' differs by engine). -#}
+{% macro epoch_seconds(ts) -%}
+    {{ return(adapter.dispatch('epoch_seconds', 'gpucost')(ts)) }}
+{%- endmacro %}
+
+{% macro default__epoch_seconds(ts) -%}cast(unix_timestamp({{ ts }}) as bigint){%- endmacro %}
+
+{% macro duckdb__epoch_seconds(ts) -%}cast(epoch({{ ts }}) as bigint){%- endmacro %}
+
+{#- A UTC timestamp from unix epoch seconds. -#}
+{% macro from_epoch_seconds(seconds) -%}
+    {{ return(adapter.dispatch('from_epoch_seconds', 'gpucost')(seconds)) }}
+{%- endmacro %}
+
+{% macro default__from_epoch_seconds(seconds) -%}cast(from_unixtime({{ seconds }}) as timestamp){%- endmacro %}
+
+{% macro duckdb__from_epoch_seconds(seconds) -%}cast(to_timestamp({{ seconds }}) at time zone 'UTC' as timestamp){%- endmacro %}
+
+{#- Hours between two timestamps, from epoch seconds (fractional, exact to the second). -#}
+{% macro hours_between(start_ts, end_ts) -%}
+    (({{ epoch_seconds(end_ts) }} - {{ epoch_seconds(start_ts) }}) / 3600.0)
+{%- endmacro %}
+
+{#- The start of the hour containing epoch seconds, as epoch seconds (integer maths, portable). -#}
+{% macro epoch_hour_floor(seconds) -%}
+    (cast(floor({{ seconds }} / 3600) as bigint) * 3600)
+{%- endmacro %}
+
+{#- dbt.safe_cast is a plain cast on DuckDB; make it forgiving, as its name says. -#}
+{% macro duckdb__safe_cast(field, type) -%}try_cast({{ field }} as {{ type }}){%- endmacro %}
+
+{#- Parse an ISO-8601 / FOCUS timestamp text to a UTC timestamp, or null when it is not one.
+    Accepts '2024-09-01 00:00:00', '2024-09-01T00:00:00Z', offsets like '+02:00'. -#}
+{% macro parse_utc_timestamp(text) -%}
+    {{ return(adapter.dispatch('parse_utc_timestamp', 'gpucost')(text)) }}
+{%- endmacro %}
+
+{% macro duckdb__parse_utc_timestamp(text) -%}
+    cast(try_cast(
+        case
+            when regexp_matches(trim({{ text }}), '(Z|[+-][0-9]{2}:?[0-9]{2})$') then trim({{ text }})
+            else trim({{ text }}) || 'Z'
+        end as timestamptz
+    ) at time zone 'UTC' as timestamp)
+{%- endmacro %}
+
+{% macro default__parse_utc_timestamp(text) -%}
+    to_utc_timestamp(to_timestamp(replace(replace(trim({{ text }}), 'T', ' '), 'Z', '')), 'UTC')
+{%- endmacro %}

@@ -1,0 +1,136 @@
+-- Every allocation that does not depend on other owners' costs: direct lines, GPU usage, spread idle,
+-- and lines that cannot be placed. Owners resolved; `unallocated` wherever the project is unknown.
+with
+
+classified as (
+
+    select * from {{ ref('int_bill_lines_classified') }}
+
+),
+
+charges as (
+
+    select * from {{ ref('stg_focus__charges') }}
+
+),
+
+prorated as (
+
+    select * from {{ ref('int_gpu_costs_prorated') }}
+    where allocation_kind in ('usage', 'unallocated')
+
+),
+
+idle_spread as (
+
+    select * from {{ ref('int_gpu_idle_costs_spread') }}
+
+),
+
+workloads as (
+
+    select * from {{ ref('int_workloads') }}
+
+),
+
+direct_and_unplaced as (
+
+    select
+        classified.charge_id,
+        cast(null as varchar) as workload_id,
+        case when classified.line_class = 'direct' then classified.direct_team_id
+            else '{{ unallocated_owner() }}' end as team_id,
+        case when classified.line_class = 'direct' then classified.direct_project_id
+            else '{{ unallocated_owner() }}' end as project_id,
+        case when classified.line_class = 'direct' then classified.direct_user_id end as user_id,
+        classified.line_class as allocation_kind,
+        'whole_line' as allocation_basis,
+        case when classified.line_class = 'direct' then 'bill_tag' else 'none' end as attribution_method,
+        classified.unallocated_reason,
+        cast(1 as {{ money_type() }}) as allocation_ratio,
+        charges.billed_cost,
+        charges.effective_cost
+    from classified
+    inner join charges on classified.charge_id = charges.charge_id
+    where classified.line_class in ('direct', 'unallocated')
+
+),
+
+usage as (
+
+    select
+        prorated.charge_id,
+        prorated.workload_id,
+        coalesce(workloads.team_id, '{{ unallocated_owner() }}') as team_id,
+        coalesce(workloads.project_id, '{{ unallocated_owner() }}') as project_id,
+        workloads.user_id,
+        case
+            when prorated.allocation_kind = 'unallocated' then 'unallocated'
+            when workloads.is_attributed then 'usage'
+            else 'unallocated'
+        end as allocation_kind,
+        prorated.allocation_basis,
+        coalesce(workloads.attribution_method, 'none') as attribution_method,
+        case
+            when prorated.allocation_kind = 'unallocated' then prorated.unallocated_reason
+            when not coalesce(workloads.is_attributed, false)
+                then 'gpu_usage_of_' || coalesce(workloads.unattributed_reason, 'unknown_workload')
+        end as unallocated_reason,
+        prorated.allocation_ratio,
+        prorated.billed_cost,
+        prorated.effective_cost
+    from prorated
+    left join workloads on prorated.workload_id = workloads.workload_id
+
+),
+
+idle as (
+
+    select
+        idle_spread.charge_id,
+        idle_spread.workload_id,
+        case idle_spread.recipient
+            when 'workload' then coalesce(workloads.team_id, '{{ unallocated_owner() }}')
+            when 'platform' then '{{ var("gpucost_platform_team_id") }}'
+            else '{{ idle_owner() }}'
+        end as team_id,
+        case idle_spread.recipient
+            when 'workload' then coalesce(workloads.project_id, '{{ unallocated_owner() }}')
+            when 'platform' then '{{ var("gpucost_platform_project_id") }}'
+            else '{{ idle_owner() }}'
+        end as project_id,
+        workloads.user_id,
+        case
+            when idle_spread.recipient = 'workload' and not coalesce(workloads.is_attributed, false)
+                then 'unallocated'
+            else 'idle'
+        end as allocation_kind,
+        'idle_' || idle_spread.idle_policy as allocation_basis,
+        case
+            when idle_spread.recipient = 'workload' then coalesce(workloads.attribution_method, 'none')
+            when idle_spread.recipient = 'platform' then 'policy'
+            else 'none'
+        end as attribution_method,
+        case
+            when idle_spread.recipient = 'workload' and not coalesce(workloads.is_attributed, false)
+                then 'gpu_idle_share_of_' || coalesce(workloads.unattributed_reason, 'unknown_workload')
+        end as unallocated_reason,
+        idle_spread.allocation_ratio,
+        idle_spread.billed_cost,
+        idle_spread.effective_cost
+    from idle_spread
+    left join workloads on idle_spread.workload_id = workloads.workload_id
+
+),
+
+final as (
+
+    select * from direct_and_unplaced
+    union all
+    select * from usage
+    union all
+    select * from idle
+
+)
+
+select * from final

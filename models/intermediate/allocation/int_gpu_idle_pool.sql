@@ -1,0 +1,30 @@
+-- The idle part of each GPU node line, with the scope its idle cost is spread within.
+with
+
+prorated as (
+
+    select * from {{ ref('int_gpu_costs_prorated') }}
+    where allocation_kind = 'idle'
+
+),
+
+lines as (
+
+    select * from {{ ref('int_gpu_node_lines') }}
+
+),
+
+final as (
+
+    select
+        prorated.charge_id,
+        {{ idle_scope_key('lines') }} as scope_key,
+        prorated.billed_cost,
+        prorated.effective_cost,
+        prorated.allocation_ratio
+    from prorated
+    inner join lines on prorated.charge_id = lines.charge_id
+
+)
+
+select * from final

@@ -1,0 +1,133 @@
+-- Every usable bill line with the path its money takes:
+--   gpu_node     the resource is a node we have telemetry for: prorated by GPU time (Python model)
+--   direct       tagged with a known project: goes to that project whole
+--   shared       untagged storage, network, support, tax, credits...: spread by owners' direct cost
+--   unallocated  cannot be placed (bad charge period, GPU instance without telemetry, unknown project tag)
+with
+
+charges as (
+
+    select * from {{ ref('stg_focus__charges') }}
+    where quarantine_reason is null
+
+),
+
+nodes as (
+
+    select * from {{ ref('stg_kube__nodes') }}
+
+),
+
+org_mapping as (
+
+    select * from {{ ref('stg_reference__org_mapping') }}
+
+),
+
+gpu_instance_types as (
+
+    select * from {{ ref('gpu_instance_types') }}
+
+),
+
+mapping_size as (
+
+    select count(*) as known_projects from org_mapping
+
+),
+
+node_matches as (
+
+    select
+        charges.charge_id,
+        min(nodes.node_id) as node_id,
+        min(nodes.cluster_id) as cluster_id,
+        min(nodes.node_name) as node_name
+    from charges
+    inner join nodes
+        on charges.resource_id in (nodes.instance_id, nodes.provider_id, nodes.node_name)
+    group by 1
+
+),
+
+gpu_type_matches as (
+
+    select
+        charges.charge_id,
+        min(gpu_instance_types.instance_type) as instance_type
+    from charges
+    inner join gpu_instance_types
+        on regexp_matches(
+            coalesce(charges.charge_description, '') || ' ' || coalesce(charges.sku_id, ''),
+            '(^|[^A-Za-z0-9._-])' || replace(gpu_instance_types.instance_type, '.', '\.') || '($|[^A-Za-z0-9._-])'
+        )
+    group by 1
+
+),
+
+tagged as (
+
+    select
+        charges.*,
+        lower(trim(charges.tag_project_id)) as tag_project_norm,
+        lower(trim(charges.tag_team_id)) as tag_team_norm,
+        lower(trim(charges.tag_user_id)) as tag_user_norm
+    from charges
+
+),
+
+classified as (
+
+    select
+        tagged.charge_id,
+        node_matches.node_id,
+        node_matches.cluster_id,
+        node_matches.node_name,
+        gpu_type_matches.instance_type as gpu_instance_type,
+        case
+            when tagged.tag_project_norm is null then null
+            when mapping_size.known_projects = 0 then tagged.tag_project_norm
+            else org_mapping.project_id
+        end as direct_project_id,
+        coalesce(org_mapping.team_id, tagged.tag_team_norm) as direct_team_id,
+        tagged.tag_user_norm as direct_user_id,
+        tagged.tag_project_norm,
+        tagged.invalid_period_reason
+    from tagged
+    cross join mapping_size
+    left join node_matches on tagged.charge_id = node_matches.charge_id
+    left join gpu_type_matches on tagged.charge_id = gpu_type_matches.charge_id
+    left join org_mapping on tagged.tag_project_norm = org_mapping.project_id
+
+),
+
+final as (
+
+    select
+        charge_id,
+        case
+            when invalid_period_reason is not null then 'unallocated'
+            when node_id is not null then 'gpu_node'
+            when gpu_instance_type is not null then 'unallocated'
+            when direct_project_id is not null then 'direct'
+            when tag_project_norm is not null then 'unallocated'
+            else 'shared'
+        end as line_class,
+        case
+            when invalid_period_reason is not null then invalid_period_reason
+            when node_id is not null then null
+            when gpu_instance_type is not null then 'gpu_resource_without_telemetry: ' || gpu_instance_type
+            when direct_project_id is not null then null
+            when tag_project_norm is not null then 'unknown_project_tag: ' || tag_project_norm
+        end as unallocated_reason,
+        node_id,
+        cluster_id,
+        node_name,
+        direct_project_id,
+        coalesce(direct_team_id, '{{ unallocated_owner() }}') as direct_team_id,
+        direct_user_id
+    from classified
+
+)
+
+select * from final

@@ -1,0 +1,35 @@
+-- For each GPU node bill line, the GPU time of every workload on that node within the line's period.
+with
+
+lines as (
+
+    select * from {{ ref('int_gpu_node_lines') }}
+
+),
+
+usage as (
+
+    select * from {{ ref('int_gpu_usage_hourly') }}
+    where workload_id is not null
+
+),
+
+final as (
+
+    select
+        lines.charge_id,
+        usage.workload_id,
+        cast(sum(usage.requested_gpu_ms) as bigint) as requested_gpu_ms,
+        cast(sum(usage.used_gpu_ms) as bigint) as used_gpu_ms,
+        cast(sum(usage.gpu_ms) as bigint) as allocated_gpu_ms
+    from lines
+    inner join usage
+        on lines.cluster_id = usage.cluster_id
+        and lines.node_name = usage.node_name
+        and usage.hour_start_epoch >= lines.period_start_epoch
+        and usage.hour_start_epoch < lines.period_end_epoch
+    group by 1, 2
+
+)
+
+select * from final

@@ -1,0 +1,148 @@
+-- GPU-milliseconds per cluster, node, hour and workload: what DCGM saw (allocated, busy) and what
+-- kube-state-metrics says the pod requested. The row with a null workload_id is the node's unassigned GPU time.
+-- Each sample stands for the time until the series' next sample, at most the series' own step when a gap
+-- is longer than gpucost_max_sample_gap_seconds (telemetry missing is not usage).
+with
+
+gpu_samples as (
+
+    select * from {{ ref('stg_dcgm__gpu_samples') }}
+
+),
+
+pod_requests as (
+
+    select * from {{ ref('stg_kube__pod_gpu_requests') }}
+
+),
+
+gpu_times as (
+
+    select distinct cluster_id, node_name, gpu_uuid, sampled_epoch
+    from gpu_samples
+
+),
+
+gpu_gaps as (
+
+    select
+        *,
+        lead(sampled_epoch) over (
+            partition by cluster_id, node_name, gpu_uuid order by sampled_epoch
+        ) - sampled_epoch as gap_seconds
+    from gpu_times
+
+),
+
+gpu_steps as (
+
+    select
+        cluster_id,
+        node_name,
+        gpu_uuid,
+        min(case when gap_seconds > 0 then gap_seconds end) as step_seconds
+    from gpu_gaps
+    group by 1, 2, 3
+
+),
+
+gpu_durations as (
+
+    select
+        gpu_gaps.cluster_id,
+        gpu_gaps.node_name,
+        gpu_gaps.gpu_uuid,
+        gpu_gaps.sampled_epoch,
+        {{ sample_duration('gpu_gaps.gap_seconds', 'gpu_steps.step_seconds') }} as duration_seconds
+    from gpu_gaps
+    inner join gpu_steps
+        on gpu_gaps.cluster_id = gpu_steps.cluster_id
+        and gpu_gaps.node_name = gpu_steps.node_name
+        and gpu_gaps.gpu_uuid = gpu_steps.gpu_uuid
+
+),
+
+gpu_hourly as (
+
+    select
+        gpu_samples.cluster_id,
+        gpu_samples.node_name,
+        {{ epoch_hour_floor('gpu_samples.sampled_epoch') }} as hour_start_epoch,
+        gpu_samples.workload_id,
+        count(distinct gpu_samples.gpu_uuid) as gpu_count,
+        sum(gpu_durations.duration_seconds * 1000) as gpu_ms,
+        sum(cast(round(gpu_durations.duration_seconds * 1000 * gpu_samples.busy_ratio) as bigint)) as used_gpu_ms
+    from gpu_samples
+    inner join gpu_durations
+        on gpu_samples.cluster_id = gpu_durations.cluster_id
+        and gpu_samples.node_name = gpu_durations.node_name
+        and gpu_samples.gpu_uuid = gpu_durations.gpu_uuid
+        and gpu_samples.sampled_epoch = gpu_durations.sampled_epoch
+    group by 1, 2, 3, 4
+
+),
+
+request_gaps as (
+
+    select
+        *,
+        lead(sampled_epoch) over (
+            partition by workload_id, container order by sampled_epoch
+        ) - sampled_epoch as gap_seconds
+    from pod_requests
+    where workload_id is not null and node_name is not null
+
+),
+
+request_steps as (
+
+    select
+        workload_id,
+        container,
+        min(case when gap_seconds > 0 then gap_seconds end) as step_seconds
+    from request_gaps
+    group by 1, 2
+
+),
+
+requests_hourly as (
+
+    select
+        request_gaps.cluster_id,
+        request_gaps.node_name,
+        {{ epoch_hour_floor('request_gaps.sampled_epoch') }} as hour_start_epoch,
+        request_gaps.workload_id,
+        sum(cast(round(
+            request_gaps.requested_gpus * 1000
+            * {{ sample_duration('request_gaps.gap_seconds', 'request_steps.step_seconds') }}
+        ) as bigint)) as requested_gpu_ms
+    from request_gaps
+    inner join request_steps
+        on request_gaps.workload_id = request_steps.workload_id
+        and request_gaps.container is not distinct from request_steps.container
+    where request_gaps.requested_gpus > 0
+    group by 1, 2, 3, 4
+
+),
+
+final as (
+
+    select
+        coalesce(gpu_hourly.cluster_id, requests_hourly.cluster_id) as cluster_id,
+        coalesce(gpu_hourly.node_name, requests_hourly.node_name) as node_name,
+        coalesce(gpu_hourly.hour_start_epoch, requests_hourly.hour_start_epoch) as hour_start_epoch,
+        coalesce(gpu_hourly.workload_id, requests_hourly.workload_id) as workload_id,
+        coalesce(gpu_hourly.gpu_count, 0) as gpu_count,
+        cast(coalesce(gpu_hourly.gpu_ms, 0) as bigint) as gpu_ms,
+        cast(coalesce(gpu_hourly.used_gpu_ms, 0) as bigint) as used_gpu_ms,
+        cast(coalesce(requests_hourly.requested_gpu_ms, 0) as bigint) as requested_gpu_ms
+    from gpu_hourly
+    full outer join requests_hourly
+        on gpu_hourly.cluster_id = requests_hourly.cluster_id
+        and gpu_hourly.node_name = requests_hourly.node_name
+        and gpu_hourly.hour_start_epoch = requests_hourly.hour_start_epoch
+        and gpu_hourly.workload_id = requests_hourly.workload_id
+
+)
+
+select * from final

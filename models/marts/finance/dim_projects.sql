@@ -1,0 +1,94 @@
+-- Every project money can land on: the org mapping's, those discovered in tags and labels, and the
+-- system owners (__unallocated__, __idle__, the platform project).
+with
+
+org_mapping as (
+
+    select * from {{ ref('stg_reference__org_mapping') }}
+
+),
+
+allocations as (
+
+    select * from {{ ref('int_cost_allocations_placed') }}
+
+),
+
+workloads as (
+
+    select * from {{ ref('int_workloads') }}
+
+),
+
+discovered as (
+
+    select project_id, min(team_id) as team_id
+    from allocations
+    where project_id not in ('{{ unallocated_owner() }}', '{{ idle_owner() }}')
+    group by 1
+
+),
+
+system_projects as (
+
+    select
+        '{{ unallocated_owner() }}' as project_id,
+        'Unallocated (owner unknown)' as project_name,
+        '{{ unallocated_owner() }}' as team_id,
+        'system' as project_source
+    union all
+    select '{{ idle_owner() }}', 'Idle capacity (kept visible)', '{{ idle_owner() }}', 'system'
+    union all
+    select
+        '{{ var("gpucost_platform_project_id") }}',
+        'GPU platform (idle owner under the platform policy)',
+        '{{ var("gpucost_platform_team_id") }}',
+        'system'
+
+),
+
+projects as (
+
+    select
+        project_id,
+        coalesce(project_name, project_id) as project_name,
+        team_id,
+        'org_mapping' as project_source
+    from org_mapping
+    union all
+    select
+        discovered.project_id,
+        discovered.project_id,
+        discovered.team_id,
+        'discovered'
+    from discovered
+    where discovered.project_id not in (select project_id from org_mapping)
+    union all
+    select * from system_projects
+    where project_id not in (select project_id from org_mapping)
+
+),
+
+workload_counts as (
+
+    select project_id, count(*) as workload_count
+    from workloads
+    group by 1
+
+),
+
+final as (
+
+    select
+        projects.project_id,
+        projects.team_id,
+        projects.project_name,
+        projects.project_source,
+        coalesce(workload_counts.workload_count, 0) as workload_count,
+        projects.project_source = 'system' as is_system_owner
+    from projects
+    left join workload_counts on projects.project_id = workload_counts.project_id
+
+)
+
+select * from final

@@ -1,0 +1,104 @@
+-- One row per bill line x owner x allocation kind: where every cent of the bill went.
+with
+
+placed as (
+
+    select * from {{ ref('int_cost_allocations_placed') }}
+
+),
+
+shared_spread as (
+
+    select * from {{ ref('int_shared_costs_spread') }}
+
+),
+
+charges as (
+
+    select * from {{ ref('stg_focus__charges') }}
+
+),
+
+classified as (
+
+    select * from {{ ref('int_bill_lines_classified') }}
+
+),
+
+shared as (
+
+    select
+        charge_id,
+        cast(null as varchar) as workload_id,
+        coalesce(split_part(recipient_id, '|', 1), '{{ unallocated_owner() }}') as team_id,
+        coalesce(split_part(recipient_id, '|', 2), '{{ unallocated_owner() }}') as project_id,
+        cast(null as varchar) as user_id,
+        case
+            when recipient_id is null or split_part(recipient_id, '|', 2) = '{{ unallocated_owner() }}'
+                then 'unallocated'
+            else 'shared'
+        end as allocation_kind,
+        'shared_by_effective_cost' as allocation_basis,
+        case when recipient_id is null then 'none' else 'policy' end as attribution_method,
+        case
+            when recipient_id is null then unallocated_reason
+            when split_part(recipient_id, '|', 2) = '{{ unallocated_owner() }}'
+                then 'shared_cost_share_of_unallocated_cost'
+        end as unallocated_reason,
+        allocation_ratio,
+        billed_cost,
+        effective_cost
+    from shared_spread
+
+),
+
+allocations as (
+
+    select * from placed
+    union all
+    select * from shared
+
+),
+
+final as (
+
+    select
+        md5(
+            allocations.charge_id || '|' || allocations.allocation_kind || '|' || allocations.allocation_basis
+            || '|' || coalesce(allocations.workload_id, '') || '|' || allocations.team_id
+            || '|' || allocations.project_id || '|' || coalesce(allocations.user_id, '')
+        ) as allocation_id,
+        allocations.charge_id,
+        charges.provider_name,
+        charges.billing_account_id,
+        charges.sub_account_id,
+        charges.invoice_id,
+        charges.resource_id,
+        classified.cluster_id,
+        classified.node_name,
+        allocations.workload_id,
+        allocations.team_id,
+        allocations.project_id,
+        allocations.user_id,
+        charges.service_name,
+        charges.service_category,
+        charges.charge_category,
+        classified.line_class,
+        allocations.allocation_kind,
+        allocations.allocation_basis,
+        allocations.attribution_method,
+        allocations.unallocated_reason,
+        cast(allocations.allocation_ratio as {{ money_type() }}) as allocation_ratio,
+        cast(allocations.billed_cost as {{ money_type() }}) as billed_cost,
+        cast(allocations.effective_cost as {{ money_type() }}) as effective_cost,
+        charges.billing_currency,
+        charges.billing_period_start,
+        charges.charge_period_start_at,
+        charges.charge_period_end_at
+    from allocations
+    inner join charges on allocations.charge_id = charges.charge_id
+    inner join classified on allocations.charge_id = classified.charge_id
+
+)
+
+select * from final

@@ -1,0 +1,39 @@
+-- One row per pod: its ownership labels (label keys are dbt vars), as last seen.
+with
+
+source as (
+
+    select * from {{ ref('base_kube__samples') }}
+    where metric_name = 'kube_pod_labels'
+
+),
+
+latest as (
+
+    select
+        cluster_id,
+        {{ prom_label('namespace') }} as namespace,
+        {{ prom_label('pod') }} as pod,
+        arg_max(labels, sampled_epoch) as labels
+    from source
+    group by 1, 2, 3
+
+),
+
+final as (
+
+    select
+        {{ workload_id('cluster_id', 'namespace', 'pod') }} as workload_id,
+        cluster_id,
+        namespace,
+        pod,
+        {{ prom_label(var('gpucost_pod_label_project')) }} as label_project_id,
+        {{ prom_label(var('gpucost_pod_label_team')) }} as label_team_id,
+        {{ prom_label(var('gpucost_pod_label_user')) }} as label_user_id,
+        {{ prom_label('label_app') }} as label_app
+    from latest
+    where pod is not null
+
+)
+
+select * from final

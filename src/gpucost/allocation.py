@@ -1,0 +1,269 @@
+"""The allocation core: proration of node lines, idle spreading and shared-cost spreading.
+
+Pure functions over plain records (``dict`` rows, money as ``Decimal``). They know nothing
+of dbt or of a database; ``python_models/`` feeds them rows and returns what they give.
+
+The one invariant every function keeps: for every input line (or idle row), the
+``billed_cost`` and ``effective_cost`` of the rows returned for it sum exactly to the
+input's, and their ``allocation_ratio`` values sum exactly to the input's ratio (1 for a
+whole line). Money is split in 1e-18 units by :func:`gpucost.money.split_exact`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal
+from typing import Any, Literal
+
+from gpucost.money import UNIT, from_units, split_exact, to_units
+
+Row = dict[str, Any]
+Basis = Literal["requested", "used", "max"]
+IdlePolicy = Literal["proportional", "even", "platform", "visible"]
+
+BASES: tuple[str, ...] = ("requested", "used", "max")
+IDLE_POLICIES: tuple[str, ...] = ("proportional", "even", "platform", "visible")
+_IDLE = ("~idle",)  # sorts after every workload id; never collides with a real key
+
+
+def _ratio(units: int) -> Decimal:
+    return from_units(units)
+
+
+def _split_row(
+    billed: Decimal, effective: Decimal, ratio_units: int, weights: Mapping[Any, int]
+) -> dict[Any, tuple[Decimal, Decimal, Decimal]]:
+    """Split one amount pair and its ratio across weights; each of the three sums exactly."""
+    billed_parts = split_exact(to_units(billed), weights)
+    effective_parts = split_exact(to_units(effective), weights)
+    ratio_parts = split_exact(ratio_units, weights)
+    return {
+        key: (
+            from_units(billed_parts[key]),
+            from_units(effective_parts[key]),
+            _ratio(ratio_parts[key]),
+        )
+        for key in weights
+    }
+
+
+def _weight_units(weight: Decimal | int | None) -> int:
+    """A weight as an integer: money weights (``Decimal``) in 1e-18 units, counts as they are."""
+    if weight is None:
+        return 0
+    if isinstance(weight, Decimal):
+        return to_units(weight)
+    return int(weight)
+
+
+def basis_weight(requested_gpu_ms: int | None, used_gpu_ms: int | None, basis: str) -> int:
+    """The weight of one workload on one line under an allocation basis (GPU-milliseconds)."""
+    requested = int(requested_gpu_ms or 0)
+    used = int(used_gpu_ms or 0)
+    if basis == "requested":
+        return requested
+    if basis == "used":
+        return used
+    if basis == "max":
+        return max(requested, used)
+    raise ValueError(f"unknown allocation basis {basis!r}; expected one of {BASES}")
+
+
+def prorate_node_lines(
+    lines: Iterable[Row], usages: Iterable[Row], basis: str = "requested"
+) -> list[Row]:
+    """Prorate each GPU node line across the workloads that ran on the node in its period.
+
+    ``lines``: ``charge_id``, ``billed_cost``, ``effective_cost``, ``capacity_gpu_ms`` (the
+    GPU-milliseconds the node offered in the line's period, from telemetry).
+    ``usages``: ``charge_id``, ``workload_id``, ``requested_gpu_ms``, ``used_gpu_ms``.
+
+    Each workload gets the share ``weight / max(capacity, sum of weights)`` of the line
+    (``usage`` rows); what no workload took is one ``idle`` row (``workload_id`` None) for
+    :func:`spread_idle`. A line with neither capacity nor usage is one ``unallocated`` row
+    with the reason ``no_gpu_telemetry``. Shares of each line sum exactly to the line.
+    """
+    if basis not in BASES:
+        raise ValueError(f"unknown allocation basis {basis!r}; expected one of {BASES}")
+    by_line: dict[str, dict[str, int]] = defaultdict(dict)
+    for usage in usages:
+        weight = basis_weight(usage.get("requested_gpu_ms"), usage.get("used_gpu_ms"), basis)
+        if weight > 0:
+            workloads = by_line[usage["charge_id"]]
+            workloads[usage["workload_id"]] = workloads.get(usage["workload_id"], 0) + weight
+
+    out: list[Row] = []
+    for line in lines:
+        charge_id = line["charge_id"]
+        workloads = by_line.get(charge_id, {})
+        used_total = sum(workloads.values())
+        capacity = int(line.get("capacity_gpu_ms") or 0)
+        idle = max(capacity - used_total, 0)
+        base: Row = {"charge_id": charge_id, "allocation_basis": basis}
+        if used_total + idle == 0:
+            out.append(
+                base
+                | {
+                    "workload_id": None,
+                    "allocation_kind": "unallocated",
+                    "unallocated_reason": "no_gpu_telemetry",
+                    "basis_gpu_ms": 0,
+                    "billed_cost": line["billed_cost"],
+                    "effective_cost": line["effective_cost"],
+                    "allocation_ratio": _ratio(UNIT),
+                }
+            )
+            continue
+        weights: dict[tuple[str, ...], int] = {(w,): v for w, v in workloads.items()}
+        if idle:
+            weights[_IDLE] = idle
+        parts = _split_row(line["billed_cost"], line["effective_cost"], UNIT, weights)
+        for key, (billed, effective, ratio) in sorted(parts.items()):
+            is_idle = key == _IDLE
+            out.append(
+                base
+                | {
+                    "workload_id": None if is_idle else key[0],
+                    "allocation_kind": "idle" if is_idle else "usage",
+                    "unallocated_reason": None,
+                    "basis_gpu_ms": weights[key],
+                    "billed_cost": billed,
+                    "effective_cost": effective,
+                    "allocation_ratio": ratio,
+                }
+            )
+    return out
+
+
+def spread_idle(
+    idle_rows: Iterable[Row], weights: Iterable[Row], policy: str = "proportional"
+) -> list[Row]:
+    """Spread idle rows to the workloads active in the same scope, by policy.
+
+    ``idle_rows``: ``charge_id``, ``scope_key``, ``billed_cost``, ``effective_cost``,
+    ``allocation_ratio`` (the idle row's share of its line).
+    ``weights``: ``scope_key``, ``workload_id``, ``owner_key``, ``weight`` (the workloads'
+    basis GPU-milliseconds in that scope; the scope is a node line or a cluster-day).
+
+    Policies: ``proportional`` (by weight), ``even`` (each active owner the same, then by
+    weight between the owner's workloads), ``platform`` (the whole idle row to the platform
+    owner, ``recipient`` = ``platform``), ``visible`` (kept as idle, ``recipient`` =
+    ``unowned``). A scope without active workloads keeps its idle visible with the reason
+    ``no_active_workload_in_scope``. Output rows sum exactly to each idle row.
+    """
+    if policy not in IDLE_POLICIES:
+        raise ValueError(f"unknown idle policy {policy!r}; expected one of {IDLE_POLICIES}")
+    scopes: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
+    for row in weights:
+        weight = int(row["weight"] or 0)
+        if weight > 0:
+            key = (row["owner_key"], row["workload_id"])
+            scope = scopes[row["scope_key"]]
+            scope[key] = scope.get(key, 0) + weight
+
+    out: list[Row] = []
+    for idle in idle_rows:
+        ratio_units = to_units(idle["allocation_ratio"])
+        base: Row = {"charge_id": idle["charge_id"], "idle_policy": policy}
+        active = scopes.get(idle["scope_key"], {}) if policy in ("proportional", "even") else {}
+        if policy in ("platform", "visible") or not active:
+            recipient = "platform" if policy == "platform" else "unowned"
+            reason = None if policy in ("platform", "visible") else "no_active_workload_in_scope"
+            out.append(
+                base
+                | {
+                    "workload_id": None,
+                    "recipient": recipient,
+                    "idle_reason": reason,
+                    "billed_cost": idle["billed_cost"],
+                    "effective_cost": idle["effective_cost"],
+                    "allocation_ratio": idle["allocation_ratio"],
+                }
+            )
+            continue
+        if policy == "proportional":
+            parts = _split_row(idle["billed_cost"], idle["effective_cost"], ratio_units, active)
+        else:
+            parts = _split_even_by_owner(idle, ratio_units, active)
+        for (_, workload_id), (billed, effective, ratio) in sorted(parts.items()):
+            out.append(
+                base
+                | {
+                    "workload_id": workload_id,
+                    "recipient": "workload",
+                    "idle_reason": None,
+                    "billed_cost": billed,
+                    "effective_cost": effective,
+                    "allocation_ratio": ratio,
+                }
+            )
+    return out
+
+
+def _split_even_by_owner(
+    idle: Row, ratio_units: int, active: Mapping[tuple[str, str], int]
+) -> dict[tuple[str, str], tuple[Decimal, Decimal, Decimal]]:
+    owners = sorted({owner for owner, _ in active})
+    first = _split_row(
+        idle["billed_cost"], idle["effective_cost"], ratio_units, dict.fromkeys(owners, 1)
+    )
+    parts: dict[tuple[str, str], tuple[Decimal, Decimal, Decimal]] = {}
+    for owner, (billed, effective, ratio) in first.items():
+        inner = {key: weight for key, weight in active.items() if key[0] == owner}
+        parts |= _split_row(billed, effective, to_units(ratio), inner)
+    return parts
+
+
+def spread_shared(lines: Iterable[Row], weights: Iterable[Row]) -> list[Row]:
+    """Spread shared lines (untagged storage / network, support, tax, credits) to owners.
+
+    ``lines``: ``charge_id``, ``billed_cost``, ``effective_cost``, ``scope_keys`` (a list of
+    scopes from narrow to wide, e.g. the billing account's period, then the whole period).
+    ``weights``: ``scope_key``, ``recipient_id``, ``weight`` (an owner's placed cost in the
+    scope, a ``Decimal`` amount or integer units; non-positive weights are ignored).
+
+    Each line goes to the first scope with a positive total weight, in proportion to the
+    weights; a line with no such scope is one row with ``recipient_id`` None and the reason
+    ``no_owner_cost_in_period``. Rows sum exactly to each line.
+    """
+    scopes: dict[str, dict[tuple[str], int]] = defaultdict(dict)
+    for row in weights:
+        weight = _weight_units(row["weight"])
+        if weight > 0:
+            scope = scopes[row["scope_key"]]
+            key = (row["recipient_id"],)
+            scope[key] = scope.get(key, 0) + weight
+
+    out: list[Row] = []
+    for line in lines:
+        base: Row = {"charge_id": line["charge_id"]}
+        scope_keys: Sequence[str] = line["scope_keys"] or ()
+        chosen = next((key for key in scope_keys if scopes.get(key)), None)
+        if chosen is None:
+            out.append(
+                base
+                | {
+                    "recipient_id": None,
+                    "scope_key": None,
+                    "unallocated_reason": "no_owner_cost_in_period",
+                    "billed_cost": line["billed_cost"],
+                    "effective_cost": line["effective_cost"],
+                    "allocation_ratio": _ratio(UNIT),
+                }
+            )
+            continue
+        parts = _split_row(line["billed_cost"], line["effective_cost"], UNIT, scopes[chosen])
+        for (recipient_id,), (billed, effective, ratio) in sorted(parts.items()):
+            out.append(
+                base
+                | {
+                    "recipient_id": recipient_id,
+                    "scope_key": chosen,
+                    "unallocated_reason": None,
+                    "billed_cost": billed,
+                    "effective_cost": effective,
+                    "allocation_ratio": ratio,
+                }
+            )
+    return out

@@ -1,0 +1,78 @@
+"""Arrow in and out for the dbt Python models: rows in, typed Arrow tables out.
+
+Money leaves as ``decimal128(38, 18)`` so DuckDB reads it back as ``DECIMAL(38, 18)``:
+no float ever appears between the allocation core and the marts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+MONEY = pa.decimal128(38, 18)
+
+PRORATED_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("workload_id", pa.string()),
+        ("allocation_kind", pa.string()),
+        ("unallocated_reason", pa.string()),
+        ("allocation_basis", pa.string()),
+        ("basis_gpu_ms", pa.int64()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+    ]
+)
+
+IDLE_SPREAD_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("workload_id", pa.string()),
+        ("recipient", pa.string()),
+        ("idle_policy", pa.string()),
+        ("idle_reason", pa.string()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+    ]
+)
+
+SHARED_SPREAD_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("recipient_id", pa.string()),
+        ("scope_key", pa.string()),
+        ("unallocated_reason", pa.string()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+    ]
+)
+
+
+def rows_of(relation_or_table: Any) -> list[dict[str, Any]]:
+    """Rows of an Arrow table, or of anything with ``.arrow()`` / ``.to_arrow_table()``.
+
+    A DuckDB relation is read through Arrow, so DECIMAL columns arrive as ``Decimal``.
+    """
+    table = relation_or_table
+    if not isinstance(table, pa.Table):
+        if hasattr(table, "to_arrow_table"):
+            table = table.to_arrow_table()
+        elif hasattr(table, "arrow"):
+            table = table.arrow()
+        if isinstance(table, pa.RecordBatchReader):
+            table = table.read_all()
+    return table.to_pylist()
+
+
+def table_of(rows: Iterable[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """An Arrow table with exactly ``schema``'s columns and types, from rows."""
+    rows = list(rows)
+    return pa.table(
+        {field.name: pa.array([row.get(field.name) for row in rows], field.type) for field in schema},
+        schema=schema,
+    )
