@@ -1,0 +1,244 @@
+"""The allocation core: golden fixtures per rule and property tests of its invariants."""
+
+from collections import defaultdict
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpucost.allocation import prorate_node_lines, spread_idle, spread_shared
+from gpucost.money import from_units
+
+D = Decimal
+
+
+def totals(rows, key="charge_id"):
+    out = defaultdict(lambda: [D(0), D(0), D(0)])
+    for row in rows:
+        acc = out[row[key]]
+        acc[0] += row["billed_cost"]
+        acc[1] += row["effective_cost"]
+        acc[2] += row["allocation_ratio"]
+    return out
+
+
+# --- proration -----------------------------------------------------------------------------------
+
+NODE_HOUR = {
+    "charge_id": "c1",
+    "billed_cost": D("98.32"),
+    "effective_cost": D("86.5216"),
+    "capacity_gpu_ms": 8 * 3_600_000,  # 8 GPUs for one hour
+}
+
+
+def test_prorate_golden_requested_basis():
+    # train: 4 GPUs all hour; notebook: 1 GPU half an hour; 3.5 GPU-hours idle.
+    usages = [
+        {"charge_id": "c1", "workload_id": "train", "requested_gpu_ms": 4 * 3_600_000, "used_gpu_ms": 10},
+        {"charge_id": "c1", "workload_id": "nb", "requested_gpu_ms": 1_800_000, "used_gpu_ms": 0},
+    ]
+    rows = {row["workload_id"]: row for row in prorate_node_lines([NODE_HOUR], usages)}
+    assert rows["train"]["billed_cost"] == D("49.16")  # 4/8 of 98.32
+    assert rows["nb"]["billed_cost"] == D("6.145")  # 0.5/8
+    assert rows[None]["allocation_kind"] == "idle"
+    assert rows[None]["billed_cost"] == D("43.015")  # 3.5/8
+    assert rows["train"]["allocation_ratio"] == D("0.5")
+    assert rows[None]["allocation_ratio"] == D("0.4375")
+    assert totals(rows.values())["c1"] == [D("98.32"), D("86.5216"), D(1)]
+
+
+def test_prorate_used_and_max_basis():
+    usages = [
+        {"charge_id": "c1", "workload_id": "a", "requested_gpu_ms": 100, "used_gpu_ms": 300},
+        {"charge_id": "c1", "workload_id": "b", "requested_gpu_ms": 300, "used_gpu_ms": 100},
+    ]
+    line = NODE_HOUR | {"capacity_gpu_ms": 0}
+    used = {r["workload_id"]: r["basis_gpu_ms"] for r in prorate_node_lines([line], usages, "used")}
+    assert used == {"a": 300, "b": 100}
+    most = {r["workload_id"]: r["basis_gpu_ms"] for r in prorate_node_lines([line], usages, "max")}
+    assert most == {"a": 300, "b": 300}
+    with pytest.raises(ValueError, match="unknown allocation basis"):
+        prorate_node_lines([line], usages, "vibes")
+
+
+def test_prorate_overbooked_node_has_no_idle_and_still_sums():
+    usages = [{"charge_id": "c1", "workload_id": "a", "requested_gpu_ms": 9 * 3_600_000}]
+    rows = prorate_node_lines([NODE_HOUR], usages)
+    assert [r["allocation_kind"] for r in rows] == ["usage"]
+    assert rows[0]["billed_cost"] == D("98.32")
+
+
+def test_prorate_line_without_telemetry_is_unallocated_not_dropped():
+    rows = prorate_node_lines([NODE_HOUR | {"capacity_gpu_ms": 0}], [])
+    assert len(rows) == 1
+    assert rows[0]["allocation_kind"] == "unallocated"
+    assert rows[0]["unallocated_reason"] == "no_gpu_telemetry"
+    assert rows[0]["billed_cost"] == D("98.32")
+
+
+# --- idle ----------------------------------------------------------------------------------------
+
+IDLE = {
+    "charge_id": "c1",
+    "scope_key": "c1",
+    "billed_cost": D("43.015"),
+    "effective_cost": D("37.85320"),
+    "allocation_ratio": D("0.4375"),
+}
+WEIGHTS = [
+    {"scope_key": "c1", "workload_id": "train", "owner_key": "nlp|llm", "weight": 3},
+    {"scope_key": "c1", "workload_id": "infer", "owner_key": "nlp|llm", "weight": 1},
+    {"scope_key": "c1", "workload_id": "nb", "owner_key": "vision|det", "weight": 4},
+]
+
+
+def test_idle_proportional_golden():
+    rows = {r["workload_id"]: r for r in spread_idle([IDLE], WEIGHTS, "proportional")}
+    assert rows["train"]["billed_cost"] == from_units(43_015 * 10**15 * 3 // 8)
+    assert rows["nb"]["allocation_ratio"] == D("0.21875")
+    assert totals(rows.values())["c1"] == [IDLE["billed_cost"], IDLE["effective_cost"], D("0.4375")]
+
+
+def test_idle_even_splits_between_owners_first():
+    rows = {r["workload_id"]: r for r in spread_idle([IDLE], WEIGHTS, "even")}
+    # two owners -> half each; nlp's half split 3:1 between its workloads
+    assert rows["nb"]["allocation_ratio"] == D("0.21875")
+    assert rows["train"]["allocation_ratio"] == D("0.1640625")
+    assert rows["infer"]["allocation_ratio"] == D("0.0546875")
+    assert totals(rows.values())["c1"][0] == IDLE["billed_cost"]
+
+
+@pytest.mark.parametrize(("policy", "recipient"), [("platform", "platform"), ("visible", "unowned")])
+def test_idle_platform_and_visible_keep_the_row_whole(policy, recipient):
+    (row,) = spread_idle([IDLE], WEIGHTS, policy)
+    assert row["recipient"] == recipient
+    assert row["billed_cost"] == IDLE["billed_cost"]
+
+
+def test_idle_without_active_workloads_stays_visible_with_reason():
+    (row,) = spread_idle([IDLE | {"scope_key": "empty"}], WEIGHTS, "proportional")
+    assert row["recipient"] == "unowned"
+    assert row["idle_reason"] == "no_active_workload_in_scope"
+
+
+# --- shared --------------------------------------------------------------------------------------
+
+
+def test_shared_uses_the_narrowest_scope_with_owners():
+    lines = [
+        {"charge_id": "tax", "billed_cost": D("-10.00"), "effective_cost": D("-10.00"),
+         "scope_keys": ["account:1", "period"]},
+        {"charge_id": "support", "billed_cost": D("100"), "effective_cost": D("100"),
+         "scope_keys": ["account:2", "period"]},
+        {"charge_id": "orphan", "billed_cost": D("5"), "effective_cost": D("5"),
+         "scope_keys": ["account:3"]},
+    ]
+    weights = [
+        {"scope_key": "account:1", "recipient_id": "nlp|llm", "weight": D("30")},
+        {"scope_key": "account:1", "recipient_id": "vision|det", "weight": D("10")},
+        {"scope_key": "account:1", "recipient_id": "gone|x", "weight": D("-5")},
+        {"scope_key": "period", "recipient_id": "nlp|llm", "weight": D("1")},
+    ]
+    rows = spread_shared(lines, weights)
+    by = {(r["charge_id"], r["recipient_id"]): r for r in rows}
+    assert by[("tax", "nlp|llm")]["billed_cost"] == D("-7.5")
+    assert by[("tax", "vision|det")]["billed_cost"] == D("-2.5")
+    assert ("tax", "gone|x") not in by
+    assert by[("support", "nlp|llm")]["scope_key"] == "period"
+    assert by[("orphan", None)]["unallocated_reason"] == "no_owner_cost_in_period"
+    for charge_id, (billed, effective, ratio) in totals(rows).items():
+        line = next(line for line in lines if line["charge_id"] == charge_id)
+        assert (billed, effective, ratio) == (line["billed_cost"], line["effective_cost"], 1)
+
+
+# --- invariants ----------------------------------------------------------------------------------
+
+money = st.decimals(min_value=-(10**9), max_value=10**9, places=10, allow_nan=False)
+workload_ids = st.sampled_from([f"w{i}" for i in range(12)])
+
+
+@st.composite
+def node_lines_and_usages(draw):
+    n_lines = draw(st.integers(1, 6))
+    lines = [
+        {
+            "charge_id": f"c{i}",
+            "billed_cost": draw(money),
+            "effective_cost": draw(money),
+            "capacity_gpu_ms": draw(st.integers(0, 8 * 3_600_000)),
+        }
+        for i in range(n_lines)
+    ]
+    usages = draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "charge_id": st.sampled_from([line["charge_id"] for line in lines]),
+                    "workload_id": workload_ids,
+                    "requested_gpu_ms": st.integers(0, 8 * 3_600_000),
+                    "used_gpu_ms": st.integers(0, 8 * 3_600_000),
+                }
+            ),
+            max_size=30,
+        )
+    )
+    return lines, usages
+
+
+@settings(max_examples=200)
+@given(node_lines_and_usages(), st.sampled_from(["requested", "used", "max"]), st.randoms())
+def test_proration_conserves_each_line_and_is_order_free(data, basis, rnd):
+    lines, usages = data
+    rows = prorate_node_lines(lines, usages, basis)
+    sums = totals(rows)
+    for line in lines:
+        assert sums[line["charge_id"]] == [line["billed_cost"], line["effective_cost"], 1]
+    for row in rows:
+        assert D(0) <= row["allocation_ratio"] <= D(1)
+        line = next(line for line in lines if line["charge_id"] == row["charge_id"])
+        assert row["billed_cost"] * line["billed_cost"] >= 0  # no negative share of a positive cost
+    shuffled = usages[:]
+    rnd.shuffle(shuffled)
+    key = lambda r: (r["charge_id"], str(r["workload_id"]), r["allocation_kind"])  # noqa: E731
+    assert sorted(prorate_node_lines(lines[::-1], shuffled, basis), key=key) == sorted(rows, key=key)
+
+
+@settings(max_examples=200)
+@given(node_lines_and_usages(), st.sampled_from(["proportional", "even", "platform", "visible"]))
+def test_idle_spreading_conserves_each_idle_row(data, policy):
+    lines, usages = data
+    prorated = prorate_node_lines(lines, usages)
+    idle = [r | {"scope_key": r["charge_id"]} for r in prorated if r["allocation_kind"] == "idle"]
+    weights = [
+        {"scope_key": r["charge_id"], "workload_id": r["workload_id"],
+         "owner_key": "o" + r["workload_id"][-1], "weight": r["basis_gpu_ms"]}
+        for r in prorated
+        if r["allocation_kind"] == "usage"
+    ]
+    spread = spread_idle(idle, weights, policy)
+    sums = totals(spread)
+    for row in idle:
+        assert sums[row["charge_id"]] == [row["billed_cost"], row["effective_cost"], row["allocation_ratio"]]
+    for row in spread:
+        assert D(0) <= row["allocation_ratio"] <= D(1)
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(money, min_size=1, max_size=8),
+    st.dictionaries(st.sampled_from(["a|1", "b|2", "c|3", "d|4"]), money, max_size=4),
+)
+def test_shared_spreading_conserves_each_line(amounts, owner_costs):
+    lines = [
+        {"charge_id": f"s{i}", "billed_cost": a, "effective_cost": a, "scope_keys": ["p"]}
+        for i, a in enumerate(amounts)
+    ]
+    weights = [{"scope_key": "p", "recipient_id": k, "weight": v} for k, v in owner_costs.items()]
+    rows = spread_shared(lines, weights)
+    sums = totals(rows)
+    for line in lines:
+        assert sums[line["charge_id"]] == [line["billed_cost"], line["effective_cost"], 1]
+    for row in rows:
+        assert row["recipient_id"] is None or owner_costs[row["recipient_id"]] > 0
