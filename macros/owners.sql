@@ -3,13 +3,22 @@
 
 {% macro idle_owner() -%}__idle__{%- endmacro %}
 
-{#- The scope idle GPU cost is spread within (var gpucost_idle_scope): the node line, or its cluster and day. -#}
-{% macro idle_scope_key(lines) -%}
+{#- Scope keys of idle GPU cost, narrow to wide (var gpucost_idle_scope): node_hour spreads within the
+    node line and falls back to its cluster-day; cluster_day spreads within the cluster-day only. -#}
+{% macro idle_scope_key(lines, level) -%}
+    {%- if level == 'node_hour' -%}
+        'line:' || {{ lines }}.charge_id
+    {%- else -%}
+        'cluster_day:' || {{ lines }}.cluster_id || '/' || cast({{ lines }}.charge_date as varchar)
+    {%- endif -%}
+{%- endmacro %}
+
+{% macro idle_scope_keys(lines) -%}
     {%- set scope = var('gpucost_idle_scope') -%}
     {%- if scope == 'node_hour' -%}
-        {{ lines }}.charge_id
+        [{{ idle_scope_key(lines, 'node_hour') }}, {{ idle_scope_key(lines, 'cluster_day') }}]
     {%- elif scope == 'cluster_day' -%}
-        {{ lines }}.cluster_id || '/' || cast({{ lines }}.charge_date as varchar)
+        [{{ idle_scope_key(lines, 'cluster_day') }}]
     {%- else -%}
         {{ exceptions.raise_compiler_error("gpucost_idle_scope must be node_hour or cluster_day, got '" ~ scope ~ "'") }}
     {%- endif -%}

@@ -141,16 +141,18 @@ def spread_idle(
 ) -> list[Row]:
     """Spread idle rows to the workloads active in the same scope, by policy.
 
-    ``idle_rows``: ``charge_id``, ``scope_key``, ``billed_cost``, ``effective_cost``,
-    ``allocation_ratio`` (the idle row's share of its line).
+    ``idle_rows``: ``charge_id``, ``scope_keys`` (scopes from narrow to wide, e.g. the node
+    line, then its cluster-day), ``billed_cost``, ``effective_cost``, ``allocation_ratio``
+    (the idle row's share of its line).
     ``weights``: ``scope_key``, ``workload_id``, ``owner_key``, ``weight`` (the workloads'
-    basis GPU-milliseconds in that scope; the scope is a node line or a cluster-day).
+    basis GPU-milliseconds in that scope).
 
     Policies: ``proportional`` (by weight), ``even`` (each active owner the same, then by
     weight between the owner's workloads), ``platform`` (the whole idle row to the platform
     owner, ``recipient`` = ``platform``), ``visible`` (kept as idle, ``recipient`` =
-    ``unowned``). A scope without active workloads keeps its idle visible with the reason
-    ``no_active_workload_in_scope``. Output rows sum exactly to each idle row.
+    ``unowned``). Each idle row goes to the first of its scopes with active workloads; with
+    none, its idle stays visible with the reason ``no_active_workload_in_scope``. Output rows
+    sum exactly to each idle row.
     """
     if policy not in IDLE_POLICIES:
         raise ValueError(f"unknown idle policy {policy!r}; expected one of {IDLE_POLICIES}")
@@ -166,7 +168,11 @@ def spread_idle(
     for idle in idle_rows:
         ratio_units = to_units(idle["allocation_ratio"])
         base: Row = {"charge_id": idle["charge_id"], "idle_policy": policy}
-        active = scopes.get(idle["scope_key"], {}) if policy in ("proportional", "even") else {}
+        active: Mapping[tuple[str, str], int] = {}
+        scope_key = None
+        if policy in ("proportional", "even"):
+            scope_key = next((key for key in idle["scope_keys"] or () if scopes.get(key)), None)
+            active = scopes.get(scope_key, {}) if scope_key else {}
         if policy in ("platform", "visible") or not active:
             recipient = "platform" if policy == "platform" else "unowned"
             reason = None if policy in ("platform", "visible") else "no_active_workload_in_scope"
@@ -175,6 +181,7 @@ def spread_idle(
                 | {
                     "workload_id": None,
                     "recipient": recipient,
+                    "scope_key": None,
                     "idle_reason": reason,
                     "billed_cost": idle["billed_cost"],
                     "effective_cost": idle["effective_cost"],
@@ -192,6 +199,7 @@ def spread_idle(
                 | {
                     "workload_id": workload_id,
                     "recipient": "workload",
+                    "scope_key": scope_key,
                     "idle_reason": None,
                     "billed_cost": billed,
                     "effective_cost": effective,

@@ -32,6 +32,7 @@ IDLE_SPREAD_SCHEMA = pa.schema(
         ("charge_id", pa.string()),
         ("workload_id", pa.string()),
         ("recipient", pa.string()),
+        ("scope_key", pa.string()),
         ("idle_policy", pa.string()),
         ("idle_reason", pa.string()),
         ("billed_cost", MONEY),

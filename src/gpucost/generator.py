@@ -286,7 +286,7 @@ PRIORITY_CLASS = {
     "eval": "batch-low",
 }
 # targeted share of a cluster's GPU capacity and the mean GPU-hours of one pod of the kind
-KIND_SHARE = {"training": 0.47, "finetune": 0.11, "notebook": 0.05, "eval": 0.025}
+KIND_SHARE = {"training": 0.42, "finetune": 0.11, "notebook": 0.05, "eval": 0.018}
 # weight for picking which workloads lose their project label (notebooks are the worst)
 UNTAG_WEIGHT = {"notebook": 2.0, "eval": 1.4, "finetune": 1.0, "training": 0.6, "inference": 0.8}
 NOTEBOOK_MAX_WAIT = 3600
@@ -1017,30 +1017,36 @@ def _segment_values(
     rng: random.Random,
     step: int,
     tz: int,
-) -> tuple[list[str], list[str], list[str], list[str]]:
+) -> tuple[str, str, str, str]:
+    """Values of one run of samples on one GPU, as ready-made JSON ``values`` fragments
+    (``[t,"v"],[t,"v"]``) for UTIL, FB_USED, POWER_USAGE and GR_ENGINE_ACTIVE."""
     rnd = rng.random
     utils = _utils(pod, ts, rnd, step, tz)
-    util_s = [str(u) for u in utils]
+    tu = list(zip(ts, utils, strict=True))
+    util_s = ",".join([f'[{t},"{u}"]' for t, u in tu])
     idle_w = gpu.idle_w
     if pod is None:
-        fb_s = [gpu.idle_fb] * len(ts)
-        pw_s = [f"{idle_w + u * 0.9 + (rnd() - 0.5) * 3:.3f}" for u in utils]
-        gr_s = [f"{u * 0.004 * rnd():.6f}" for u in utils]
+        fb = gpu.idle_fb
+        fb_s = ",".join([f'[{t},"{fb}"]' for t in ts])
+        pw_s = ",".join([f'[{t},"{idle_w + u * 0.9 + (rnd() - 0.5) * 3:.3f}"]' for t, u in tu])
+        gr_s = ",".join([f'[{t},"{u * 0.004 * rnd():.6f}"]' for t, u in tu])
         return util_s, fb_s, pw_s, gr_s
     prof = pod.prof
     total = itype.fb_total_mib
     fb_base = prof["fb"] * total
     jitter = 0.01 * total
-    fb_s = [str(min(total, int(fb_base + (rnd() - 0.5) * jitter))) for _ in utils]
+    fb_s = ",".join([f'[{t},"{min(total, int(fb_base + (rnd() - 0.5) * jitter))}"]' for t in ts])
     span = (itype.max_watts - idle_w) * prof["eff"] / 100.0
     cap = itype.max_watts * 1.02
-    pw_s = [f"{min(cap, idle_w + span * u + (rnd() - 0.5) * 12):.3f}" for u in utils]
+    pw_s = ",".join(
+        [f'[{t},"{min(cap, idle_w + span * u + (rnd() - 0.5) * 12):.3f}"]' for t, u in tu]
+    )
     ratio = prof["ratio"] / 100.0
-    gr_s = []
-    for u in utils:
+    gr = []
+    for t, u in tu:
         g = u * ratio + (rnd() - 0.5) * 0.02
-        gr_s.append(f"{0.0 if g < 0 else 1.0 if g > 1 else g:.6f}")
-    return util_s, fb_s, pw_s, gr_s
+        gr.append(f'[{t},"{0.0 if g < 0 else 1.0 if g > 1 else g:.6f}"]')
+    return util_s, fb_s, pw_s, ",".join(gr)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1048,17 +1054,22 @@ def _segment_values(
 # --------------------------------------------------------------------------------------------
 
 
-def _write_matrix(path: Path, series: list[tuple[dict[str, str], list]]) -> None:
+def _write_matrix(path: Path, series: list[tuple[dict[str, str], list[str]]]) -> None:
+    """Write a Prometheus ``/api/v1/query_range`` response.  ``series`` holds (labels, values
+    fragments); fragments are pre-rendered ``[t,"v"]`` lists (values never need escaping),
+    which keeps a day of a large cluster small in memory.  Series are sorted by label set,
+    as Prometheus does."""
     series.sort(key=lambda s: tuple(s[0].items()))
-    doc = {
-        "status": "success",
-        "data": {
-            "resultType": "matrix",
-            "result": [{"metric": labels, "values": values} for labels, values in series],
-        },
-    }
     with path.open("w", encoding="utf-8") as f:
-        f.write(json.dumps(doc, separators=(",", ":")))
+        f.write('{"status":"success","data":{"resultType":"matrix","result":[')
+        for i, (labels, fragments) in enumerate(series):
+            f.write("," if i else "")
+            f.write('{"metric":')
+            f.write(json.dumps(labels, separators=(",", ":")))
+            f.write(',"values":[')
+            f.write(",".join([frag for frag in fragments if frag]))
+            f.write("]}")
+        f.write("]}}")
 
 
 def _dcgm_day(
@@ -1121,8 +1132,8 @@ def _dcgm_day(
                 entry = series.get(key)
                 if entry is None:
                     entry = series[key] = (p, [], [], [], [])
-                for lst, v in zip(entry[1:], vals, strict=True):
-                    lst.extend(zip(tslice, v, strict=True))
+                for lst, frag in zip(entry[1:], vals, strict=True):
+                    lst.append(frag)
                 samples += 4 * len(tslice)
             for p, *metric_values in series.values():
                 extra = {}
@@ -1147,8 +1158,8 @@ def _kube_day(
     out: dict[str, list] = {m: [] for m in KUBE_METRICS}
     cname = cluster.name
 
-    def pairs(ks: int, ke: int, value: str) -> list[tuple[int, str]]:
-        return [(t, value) for t in ts[ks:ke]]
+    def pairs(ks: int, ke: int, value: str) -> list[str]:
+        return [",".join([f'[{t},"{value}"]' for t in ts[ks:ke]])]
 
     for node in cluster.nodes:
         if node.join >= day_end:
@@ -1223,7 +1234,7 @@ def _kube_day(
             for c in p.containers:
                 done = {**base, "__name__": "kube_pod_completion_time", "container": c.name}
                 out["kube_pod_completion_time"].append(
-                    (_sorted_labels(done), [(p.end, str(p.end))])
+                    (_sorted_labels(done), [f'[{p.end},"{p.end}"]'])
                 )
     return out
 
@@ -1374,6 +1385,7 @@ class _Storage:
     size_gb: int
     tags: str
     start: int
+    zone: str
 
 
 def _build_storage(
@@ -1384,7 +1396,7 @@ def _build_storage(
     for cl in fleet:
         for node in cl.nodes:  # root volumes: shared infrastructure, untagged
             vol = "vol-0" + _hex(rng, 16)
-            out.append(_Storage(cl, "ebs", vol, 500, "", node.join))
+            out.append(_Storage(cl, "ebs", vol, 500, "", node.join, node.zone))
         n_pv = max(2, len(cl.nodes) // 2 + 2)
         for _ in range(n_pv):  # dataset / checkpoint volumes
             vol = "vol-0" + _hex(rng, 16)
@@ -1393,7 +1405,8 @@ def _build_storage(
             if rng.random() < 0.7:
                 proj = rng.choice(projects)
                 tags = _tags({"project_id": proj, "team_id": project_team[proj]})
-            out.append(_Storage(cl, "ebs", vol, size, tags, 0))
+            zone = rng.choice(cl.nodes).zone
+            out.append(_Storage(cl, "ebs", vol, size, tags, 0, zone))
         for j in range(max(1, len(cl.nodes) // 4)):
             proj = rng.choice(projects)
             if j % 2 == 0:
@@ -1402,7 +1415,7 @@ def _build_storage(
             else:
                 bucket = f"acme-{cl.name}-scratch-{j}"
                 tags = ""
-            out.append(_Storage(cl, "s3", bucket, rng.randrange(2000, 60000), tags, 0))
+            out.append(_Storage(cl, "s3", bucket, rng.randrange(2000, 60000), tags, 0, ""))
     return out
 
 
@@ -1671,7 +1684,7 @@ def _bill_day(
         cost = _money(qty * unit_price)
         sku = _sku(f"{service}/{cl.region}")
         focus.row(
-            AvailabilityZone=cl.nodes[0].zone if s.kind == "ebs" else "",
+            AvailabilityZone=s.zone,
             BilledCost=cost,
             ChargeCategory="Usage",
             ChargeDescription=desc,

@@ -73,7 +73,7 @@ def chargeback_summary(rows: dict[str, Sequence[tuple[Any, ...]]], warehouse: Pa
         lines.append(f"  {'statement total':<83}{_money(statement_total):>14}")
         lines.append(f"  {'bill total':<83}{_money(bill_cents):>14}")
         lines.append(
-            f"  exact bill {bill_exact} = allocated {allocated_exact}, residual {residual}; "
+            f"  exact bill {bill_exact:f} = allocated {allocated_exact:f}, residual {residual:f}; "
             f"quarantined lines {quarantined}: "
             + ("RECONCILED to the cent" if month_ok else "NOT RECONCILED")
         )

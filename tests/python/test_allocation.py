@@ -82,7 +82,7 @@ def test_prorate_line_without_telemetry_is_unallocated_not_dropped():
 
 IDLE = {
     "charge_id": "c1",
-    "scope_key": "c1",
+    "scope_keys": ["c1", "east/2026-10-01"],
     "billed_cost": D("43.015"),
     "effective_cost": D("37.85320"),
     "allocation_ratio": D("0.4375"),
@@ -117,8 +117,16 @@ def test_idle_platform_and_visible_keep_the_row_whole(policy, recipient):
     assert row["billed_cost"] == IDLE["billed_cost"]
 
 
+def test_idle_falls_back_to_the_wider_scope():
+    day = [{"scope_key": "east/2026-10-01", "workload_id": "w", "owner_key": "a|b", "weight": 9}]
+    rows = spread_idle([IDLE | {"scope_keys": ["empty", "east/2026-10-01"]}], day, "proportional")
+    assert [(r["workload_id"], r["scope_key"], r["billed_cost"]) for r in rows] == [
+        ("w", "east/2026-10-01", IDLE["billed_cost"])
+    ]
+
+
 def test_idle_without_active_workloads_stays_visible_with_reason():
-    (row,) = spread_idle([IDLE | {"scope_key": "empty"}], WEIGHTS, "proportional")
+    (row,) = spread_idle([IDLE | {"scope_keys": ["empty"]}], WEIGHTS, "proportional")
     assert row["recipient"] == "unowned"
     assert row["idle_reason"] == "no_active_workload_in_scope"
 
@@ -210,7 +218,7 @@ def test_proration_conserves_each_line_and_is_order_free(data, basis, rnd):
 def test_idle_spreading_conserves_each_idle_row(data, policy):
     lines, usages = data
     prorated = prorate_node_lines(lines, usages)
-    idle = [r | {"scope_key": r["charge_id"]} for r in prorated if r["allocation_kind"] == "idle"]
+    idle = [r | {"scope_keys": [r["charge_id"]]} for r in prorated if r["allocation_kind"] == "idle"]
     weights = [
         {"scope_key": r["charge_id"], "workload_id": r["workload_id"],
          "owner_key": "o" + r["workload_id"][-1], "weight": r["basis_gpu_ms"]}

@@ -18,7 +18,7 @@ final as (
 
     select
         prorated.charge_id,
-        {{ idle_scope_key('lines') }} as scope_key,
+        {{ idle_scope_keys('lines') }} as scope_keys,
         prorated.billed_cost,
         prorated.effective_cost,
         prorated.allocation_ratio

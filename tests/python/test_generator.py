@@ -1,0 +1,442 @@
+"""Tests for the synthetic landing-zone generator (small configs, fast)."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from collections import defaultdict
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from gpucost.generator import DCGM_METRICS, FOCUS_COLUMNS, KUBE_METRICS, generate_month
+
+EXPECTED_HEADER = [
+    "AvailabilityZone",
+    "BilledCost",
+    "BillingAccountId",
+    "BillingAccountName",
+    "BillingCurrency",
+    "BillingPeriodEnd",
+    "BillingPeriodStart",
+    "ChargeCategory",
+    "ChargeClass",
+    "ChargeDescription",
+    "ChargeFrequency",
+    "ChargePeriodEnd",
+    "ChargePeriodStart",
+    "CommitmentDiscountCategory",
+    "CommitmentDiscountId",
+    "CommitmentDiscountName",
+    "CommitmentDiscountStatus",
+    "CommitmentDiscountType",
+    "ConsumedQuantity",
+    "ConsumedUnit",
+    "ContractedCost",
+    "ContractedUnitPrice",
+    "EffectiveCost",
+    "InvoiceId",
+    "InvoiceIssuerName",
+    "ListCost",
+    "ListUnitPrice",
+    "PricingCategory",
+    "PricingQuantity",
+    "PricingUnit",
+    "ProviderName",
+    "PublisherName",
+    "RegionId",
+    "RegionName",
+    "ResourceId",
+    "ResourceName",
+    "ResourceType",
+    "ServiceCategory",
+    "ServiceName",
+    "SkuId",
+    "SkuPriceId",
+    "SubAccountId",
+    "SubAccountName",
+    "Tags",
+]
+TINY = {"nodes": 2, "days": 1, "step_seconds": 600, "clusters": 1}
+MODERATE = {"nodes": 6, "days": 3, "step_seconds": 900, "clusters": 2}
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _tree_digest(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _series(root: Path, family: str, metric: str):
+    """Yield (cluster, labels, [(ts, value_str), ...]) for every series of a metric."""
+    for path in sorted((root / "metrics" / family).glob(f"*/*/{metric}.json")):
+        doc = json.loads(path.read_text())
+        for s in doc["data"]["result"]:
+            yield path.parts[-3], s["metric"], s["values"]
+
+
+def _bill_rows(root: Path) -> list[dict[str, str]]:
+    rows: list[dict[str, str]] = []
+    for path in sorted((root / "billing" / "focus").glob("*/focus_export_*.csv")):
+        with path.open(newline="", encoding="utf-8") as f:
+            rows.extend(csv.DictReader(f))
+    return rows
+
+
+def _hostname(labels: dict[str, str]) -> str:
+    return labels.get("Hostname", labels.get("hostname", ""))
+
+
+def _iso_hour(ts: int) -> str:
+    return datetime.fromtimestamp(ts - ts % 3600, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ------------------------------------------------------------------------------ fixtures
+
+
+@pytest.fixture(scope="module")
+def moderate(tmp_path_factory) -> tuple[Path, dict, list[str]]:
+    out = tmp_path_factory.mktemp("moderate")
+    messages: list[str] = []
+    summary = generate_month(out, seed=7, progress=messages.append, **MODERATE)
+    return out, summary, messages
+
+
+@pytest.fixture(scope="module")
+def month_boundary(tmp_path_factory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("boundary")
+    summary = generate_month(out, seed=3, start="2026-10-31", **TINY | {"days": 2})
+    return out, summary
+
+
+# ------------------------------------------------------------------------------ tests
+
+
+def test_same_seed_is_byte_identical_and_other_seed_differs(tmp_path: Path) -> None:
+    a = generate_month(tmp_path / "a", seed=11, **TINY)
+    b = generate_month(tmp_path / "b", seed=11, **TINY)
+    c = generate_month(tmp_path / "c", seed=12, **TINY)
+    da, db, dc = (_tree_digest(tmp_path / x) for x in "abc")
+    assert da == db
+    assert len(da) == a["files"] == b["files"]
+    assert a["billed_total"] == b["billed_total"]
+    assert da.keys() != dc.keys() or da != dc  # bill file name carries the account id
+    changed = [k for k in da if da[k] != dc.get(k)]
+    assert len(changed) > len(da) // 2
+    assert c["billed_total"] != a["billed_total"] or c["samples"] != a["samples"]
+
+
+def test_layout_and_summary(moderate) -> None:
+    root, summary, messages = moderate
+    assert summary["out_dir"] == str(root)
+    files = [p for p in root.rglob("*") if p.is_file()]
+    assert len(files) == summary["files"]
+    for cluster in ("gpu-east", "gpu-west"):
+        for date in ("2026-10-01", "2026-10-02", "2026-10-03"):
+            for m in DCGM_METRICS:
+                assert (root / "metrics" / "dcgm" / cluster / date / f"{m}.json").is_file()
+            for m in KUBE_METRICS:
+                assert (root / "metrics" / "kube" / cluster / date / f"{m}.json").is_file()
+    bill = (
+        root / "billing" / "focus" / "2026-10" / f"focus_export_{summary['billing_account_id']}.csv"
+    )
+    assert bill.is_file()
+    assert (root / "reference" / "org_mapping.csv").is_file()
+    assert isinstance(summary["billed_total"], Decimal)
+    assert isinstance(summary["effective_total"], Decimal)
+    assert len(messages) == MODERATE["days"]
+    assert messages[0].startswith("day 1/3")
+    assert summary["pods"] > 30
+
+
+def test_every_json_is_a_prometheus_matrix(moderate) -> None:
+    root, summary, _ = moderate
+    dcgm_values = 0
+    for path in sorted((root / "metrics").rglob("*.json")):
+        doc = json.loads(path.read_text())
+        assert doc["status"] == "success"
+        assert doc["data"]["resultType"] == "matrix"
+        step = MODERATE["step_seconds"]
+        for s in doc["data"]["result"]:
+            assert s["metric"]["__name__"] == path.stem
+            assert all(isinstance(v, str) for v in s["metric"].values())
+            assert s["values"], path
+            prev = None
+            for ts, value in s["values"]:
+                assert isinstance(ts, int) and isinstance(value, str)
+                assert ts % step == 0
+                if prev is not None:
+                    assert ts > prev
+                prev = ts
+                float(value)
+            if "dcgm" in path.parts:
+                dcgm_values += len(s["values"])
+    assert dcgm_values == summary["samples"]
+
+
+def test_dcgm_value_ranges_and_labels(moderate) -> None:
+    root, _, _ = moderate
+    hostname_keys: dict[str, set[str]] = defaultdict(set)
+    for cluster, labels, values in _series(root, "dcgm", "DCGM_FI_DEV_GPU_UTIL"):
+        hostname_keys[cluster] |= {k for k in labels if k.lower() == "hostname"}
+        for key in ("gpu", "UUID", "device", "modelName", "DCGM_FI_DRIVER_VERSION", "pci_bus_id"):
+            assert key in labels
+        assert labels["instance"].endswith(":9400") and labels["job"] == "dcgm-exporter"
+        assert labels["cluster"] == cluster
+        utils = [int(v) for _, v in values]
+        assert all(0 <= u <= 100 for u in utils)
+        if "pod" not in labels:
+            assert max(utils) <= 2  # idle GPU
+            assert "namespace" not in labels and "container" not in labels
+    assert hostname_keys == {"gpu-east": {"Hostname"}, "gpu-west": {"hostname"}}
+    for _, _labels, values in _series(root, "dcgm", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"):
+        assert all(0.0 <= float(v) <= 1.0 and len(v.split(".")[1]) == 6 for _, v in values)
+    for _, _labels, values in _series(root, "dcgm", "DCGM_FI_DEV_POWER_USAGE"):
+        assert all(20 < float(v) < 720 and len(v.split(".")[1]) == 3 for _, v in values)
+    for _, labels, values in _series(root, "dcgm", "DCGM_FI_DEV_FB_USED"):
+        assert all(v.isdigit() for _, v in values)
+        if "pod" not in labels:
+            assert all(int(v) < 100 for _, v in values)
+
+
+def test_node_hours_billed_exactly_when_node_has_metrics(moderate) -> None:
+    root, summary, _ = moderate
+    node_hours: dict[str, set[str]] = defaultdict(set)
+    for _, labels, values in _series(root, "kube", "kube_node_info"):
+        instance = labels["provider_id"].rsplit("/", 1)[1]
+        assert labels["provider_id"].startswith("aws:///")
+        node_hours[instance] |= {_iso_hour(ts) for ts, _ in values}
+    billed: dict[str, set[str]] = defaultdict(set)
+    for row in _bill_rows(root):
+        if row["ServiceName"] == "Amazon Elastic Compute Cloud" and row["ResourceId"]:
+            assert row["ResourceId"] in node_hours  # every node line maps to a kube node
+            assert row["ChargeCategory"] == "Usage" and row["ResourceType"] == "instance"
+            assert row["ChargePeriodStart"] not in billed[row["ResourceId"]]  # no duplicates
+            billed[row["ResourceId"]].add(row["ChargePeriodStart"])
+    assert billed == node_hours
+    assert len(node_hours) == MODERATE["nodes"]
+    # the late node exists for fewer hours than the rest
+    hours = sorted(len(h) for h in node_hours.values())
+    assert hours[0] < hours[-1] == MODERATE["days"] * 24
+    assert summary["late_node"] is not None
+
+
+def test_billed_total_matches_csv_and_money_is_exact(moderate) -> None:
+    root, summary, _ = moderate
+    rows = _bill_rows(root)
+    assert len(rows) == summary["bill_lines"]
+    assert sum(Decimal(r["BilledCost"]) for r in rows) == summary["billed_total"]
+    assert sum(Decimal(r["EffectiveCost"]) for r in rows) == summary["effective_total"]
+    for r in rows:
+        for col in ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost"):
+            assert len(r[col].split(".")[1]) == 10, (col, r[col])
+        assert r["BillingCurrency"] == "USD"
+        assert r["BillingPeriodStart"] == "2026-10-01T00:00:00Z"
+        assert r["BillingPeriodEnd"] == "2026-11-01T00:00:00Z"
+        assert r["InvoiceId"] == "INV-2026-10-0001"
+        if r["Tags"]:
+            assert isinstance(json.loads(r["Tags"]), dict)
+        if r["ResourceType"] == "instance":
+            assert Decimal(r["EffectiveCost"]) == Decimal(r["BilledCost"]) * Decimal("0.88")
+            assert r["BilledCost"] in ("98.3200000000", "32.7726000000")
+            assert json.loads(r["Tags"]).keys() == {"cluster"}
+    categories = [r["ChargeCategory"] for r in rows]
+    assert categories.count("Tax") == 1 and categories.count("Credit") == 1
+    credit = next(r for r in rows if r["ChargeCategory"] == "Credit")
+    assert Decimal(credit["BilledCost"]) < 0 and credit["ChargeFrequency"] == "One-Time"
+    support = [r for r in rows if r["ServiceName"] == "AWS Support (Business)"]
+    assert len(support) == 1 and support[0]["ChargeFrequency"] == "Recurring"
+    services = {r["ServiceCategory"] for r in rows}
+    assert {"Compute", "Storage", "Networking", "Management and Governance"} <= services
+    storage_tags = {bool(r["Tags"]) for r in rows if r["ServiceCategory"] == "Storage"}
+    assert storage_tags == {True, False}
+
+
+def test_focus_csv_reads_in_duckdb_with_exact_header(moderate) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    root, summary, _ = moderate
+    assert list(FOCUS_COLUMNS) == EXPECTED_HEADER
+    path = next((root / "billing" / "focus").glob("*/*.csv"))
+    con = duckdb.connect()
+    src = f"read_csv('{path}', header=true, all_varchar=true)"
+    cur = con.execute(f"select * from {src} limit 0")
+    assert [d[0] for d in cur.description] == EXPECTED_HEADER
+    cur.fetchall()
+    ((n, total),) = con.execute(
+        f"select count(*), sum(BilledCost::decimal(38, 10)) from {src}"
+    ).fetchall()
+    assert n == summary["bill_lines"]
+    assert total == summary["billed_total"]
+    tags = con.execute(
+        f"select distinct json_extract_string(Tags, '$.cluster') from {src} "
+        "where ResourceType = 'instance' order by 1"
+    ).fetchall()
+    assert [t[0] for t in tags] == ["gpu-east", "gpu-west"]
+    con.close()
+
+
+def test_untagged_fraction_and_label_mix(moderate) -> None:
+    root, summary, _ = moderate
+    labels_by_uid: dict[str, dict[str, str]] = {}
+    for _, labels, _ in _series(root, "kube", "kube_pod_labels"):
+        labels_by_uid[labels["uid"]] = labels
+    assert len(labels_by_uid) == summary["pods"]
+    untagged = [lb for lb in labels_by_uid.values() if "label_project_id" not in lb]
+    assert len(untagged) == summary["untagged_pods"]
+    assert 0.4 <= len(untagged) / len(labels_by_uid) <= 0.6
+    # some untagged pods still carry team and/or user labels, some carry nothing
+    assert any("label_team_id" in lb or "label_user_id" in lb for lb in untagged)
+    assert any("label_team_id" not in lb and "label_user_id" not in lb for lb in untagged)
+    tagged = [lb for lb in labels_by_uid.values() if "label_project_id" in lb]
+    assert all("label_team_id" in lb and "label_user_id" in lb for lb in tagged)
+    with (root / "reference" / "org_mapping.csv").open(newline="") as f:
+        org = list(csv.DictReader(f))
+    assert list(org[0]) == ["project_id", "project_name", "team_id", "team_name", "cost_center"]
+    known = {r["project_id"] for r in org}
+    unknown = [lb for lb in tagged if lb["label_project_id"] not in known]
+    assert len(unknown) == summary["typo_pods"]
+    assert len(unknown) <= 0.05 * len(labels_by_uid)
+
+
+def test_untagged_fraction_parameter(tmp_path: Path) -> None:
+    s = generate_month(tmp_path, seed=5, untagged_fraction=0.2, **MODERATE)
+    assert 0.15 <= s["untagged_pods"] / s["pods"] <= 0.25
+
+
+def test_gpu_requests_never_exceed_node_capacity(moderate) -> None:
+    root, _, _ = moderate
+    capacity: dict[tuple[str, str], int] = {}
+    for cluster, labels, values in _series(root, "kube", "kube_node_status_capacity"):
+        if labels["resource"] == "nvidia_com_gpu":
+            assert labels["unit"] == "integer"
+            capacity[(cluster, labels["node"])] = int(values[0][1])
+    used: dict[tuple[str, str, int], int] = defaultdict(int)
+    for cluster, labels, values in _series(root, "kube", "kube_pod_container_resource_requests"):
+        if labels["resource"] == "nvidia_com_gpu":
+            for ts, v in values:
+                used[(cluster, labels["node"], ts)] += int(v)
+    assert used
+    for (cluster, node, _), n in used.items():
+        assert n <= capacity[(cluster, node)]
+    # and the fleet is genuinely busy at times
+    assert max(used.values()) == 8
+
+
+def test_no_gpu_on_two_pods_at_once_and_dcgm_matches_kube(moderate) -> None:
+    root, _, _ = moderate
+    owner: dict[tuple[str, int], str] = {}
+    dcgm_pod_samples: set[tuple[str, str, str, str, int]] = set()
+    for cluster, labels, values in _series(root, "dcgm", "DCGM_FI_DEV_GPU_UTIL"):
+        if "pod" not in labels:
+            continue
+        key = f"{cluster}/{labels['namespace']}/{labels['pod']}"
+        for ts, _ in values:
+            prev = owner.setdefault((labels["UUID"], ts), key)
+            assert prev == key, (labels["UUID"], ts, prev, key)
+            dcgm_pod_samples.add(
+                (cluster, labels["namespace"], labels["pod"], _hostname(labels), ts)
+            )
+    kube_pod_samples: set[tuple[str, str, str, str, int]] = set()
+    gpu_pods: set[str] = set()
+    for _, labels, _ in _series(root, "kube", "kube_pod_container_resource_requests"):
+        if labels["resource"] == "nvidia_com_gpu":
+            gpu_pods.add(labels["uid"])
+    for cluster, labels, values in _series(root, "kube", "kube_pod_info"):
+        if labels["uid"] in gpu_pods:
+            for ts, _ in values:
+                kube_pod_samples.add(
+                    (cluster, labels["namespace"], labels["pod"], labels["node"], ts)
+                )
+    assert dcgm_pod_samples
+    # DCGM only misses the telemetry gap; it never invents a pod kube does not know about
+    assert dcgm_pod_samples <= kube_pod_samples
+
+
+def test_telemetry_gap_exists(moderate) -> None:
+    root, summary, _ = moderate
+    gap = summary["telemetry_gap"]
+    start = int(datetime.fromisoformat(gap["start"].replace("Z", "+00:00")).timestamp())
+    end = int(datetime.fromisoformat(gap["end"].replace("Z", "+00:00")).timestamp())
+    dcgm_ts: set[int] = set()
+    for cluster, labels, values in _series(root, "dcgm", "DCGM_FI_DEV_GPU_UTIL"):
+        if cluster == gap["cluster"] and _hostname(labels) == gap["node"]:
+            dcgm_ts |= {ts for ts, _ in values}
+    kube_ts: set[int] = set()
+    for cluster, labels, values in _series(root, "kube", "kube_node_info"):
+        if cluster == gap["cluster"] and labels["node"] == gap["node"]:
+            kube_ts |= {ts for ts, _ in values}
+    missing = kube_ts - dcgm_ts
+    assert missing and all(start <= ts < end for ts in missing)
+    assert len(missing) == 3600 // MODERATE["step_seconds"]
+
+
+def test_pod_lifecycle_metrics(moderate) -> None:
+    root, _, _ = moderate
+    step = MODERATE["step_seconds"]
+    window_end = int(datetime(2026, 10, 4, tzinfo=UTC).timestamp())
+    seen: dict[str, list[int]] = defaultdict(list)
+    for _, labels, values in _series(root, "kube", "kube_pod_info"):
+        seen[labels["uid"]].extend(ts for ts, _ in values)
+        assert labels["created_by_kind"] in {"PyTorchJob", "Job", "StatefulSet", "ReplicaSet"}
+    start_time: dict[str, int] = {}
+    for _, labels, values in _series(root, "kube", "kube_pod_start_time"):
+        assert len({v for _, v in values}) == 1
+        start_time[labels["uid"]] = int(values[0][1])
+    completion: dict[str, int] = {}
+    for _, labels, values in _series(root, "kube", "kube_pod_completion_time"):
+        assert values == [[int(values[0][1]), values[0][1]]]
+        completion[labels["uid"]] = int(values[0][1])
+    assert seen.keys() == start_time.keys()
+    assert completion and completion.keys() <= seen.keys()
+    for uid, ts in seen.items():
+        ts.sort()
+        assert ts[0] == start_time[uid]
+        assert ts == list(range(ts[0], ts[-1] + step, step))  # contiguous
+        if uid in completion:
+            assert completion[uid] == ts[-1] + step
+        else:
+            assert ts[-1] + step == window_end
+    images = [lb for _, lb, _ in _series(root, "kube", "kube_pod_container_info")]
+    assert all(lb["image_id"].startswith("docker-pullable://") for lb in images)
+    assert all(lb["container_id"].startswith("containerd://") for lb in images)
+
+
+def test_month_boundary_writes_one_file_per_month(month_boundary) -> None:
+    root, summary = month_boundary
+    assert summary["months"] == ["2026-10", "2026-11"]
+    files = sorted((root / "billing" / "focus").glob("*/*.csv"))
+    assert [p.parent.name for p in files] == ["2026-10", "2026-11"]
+    total = Decimal(0)
+    for path in files:
+        with path.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        month = path.parent.name
+        assert {r["InvoiceId"] for r in rows} == {f"INV-{month}-0001"}
+        assert sum(r["ChargeCategory"] == "Credit" for r in rows) == 1
+        assert sum(r["ChargeCategory"] == "Tax" for r in rows) == 1
+        for r in rows:
+            if r["ResourceType"] == "instance":
+                assert r["ChargePeriodStart"].startswith(month)
+        total += sum(Decimal(r["BilledCost"]) for r in rows)
+    assert total == summary["billed_total"]
+    nov = next(p for p in files if p.parent.name == "2026-11")
+    with nov.open(newline="") as f:
+        row = next(csv.DictReader(f))
+    assert row["BillingPeriodStart"] == "2026-11-01T00:00:00Z"
+    assert row["BillingPeriodEnd"] == "2026-12-01T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"step_seconds": 7}, {"days": 0}, {"clusters": 3, "nodes": 2}, {"start": "x"}]
+)
+def test_rejects_bad_arguments(tmp_path: Path, kwargs: dict) -> None:
+    with pytest.raises(ValueError):
+        generate_month(tmp_path, **(TINY | kwargs))
