@@ -276,7 +276,7 @@ USERS = (
 )
 K8S_ALNUM = "bcdfghjklmnpqrstvwxz2456789"
 
-# kind -> (share of cluster GPU capacity targeted, priority, priority class, GPU-hours per pod)
+# scheduling priority (lower first) and the PriorityClass name per workload kind
 KIND_PRIORITY = {"inference": 0, "training": 1, "finetune": 2, "notebook": 2, "eval": 3}
 PRIORITY_CLASS = {
     "inference": "inference-critical",
@@ -1411,6 +1411,8 @@ def _build_storage(
             proj = rng.choice(projects)
             if j % 2 == 0:
                 bucket = f"acme-{proj}-{cl.name}-datasets"
+                if any(o.resource_id == bucket for o in out):
+                    bucket = f"{bucket}-{j}"
                 tags = _tags({"project_id": proj, "team_id": project_team[proj]})
             else:
                 bucket = f"acme-{cl.name}-scratch-{j}"

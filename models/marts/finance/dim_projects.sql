@@ -63,6 +63,7 @@ projects as (
         'discovered'
     from discovered
     where discovered.project_id not in (select project_id from org_mapping)
+        and discovered.project_id not in (select project_id from system_projects)
     union all
     select * from system_projects
     where project_id not in (select project_id from org_mapping)

@@ -1,0 +1,93 @@
+"""Shared fixtures: build the warehouse once per session and reuse it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pytest
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+SHARED_DATA = PROJECT_DIR.parent / "shared" / "data"
+REAL_FOCUS = SHARED_DATA / "billing" / "focus1.0_sample_1000.csv"
+
+
+@dataclass
+class Warehouse:
+    """A built DuckDB warehouse and the landing zone it was built from."""
+
+    landing: Path
+    path: Path
+    work: Path
+
+    def dbt(self, *args: str, warehouse: Path | None = None) -> subprocess.CompletedProcess:
+        """Run a dbt command against this landing zone (and this or another warehouse file)."""
+        return run_dbt(self.landing, warehouse or self.path, self.work, *args)
+
+    def sql(self, query: str, warehouse: Path | None = None) -> list[tuple]:
+        with duckdb.connect(str(warehouse or self.path), read_only=True) as con:
+            return con.sql(query).fetchall()
+
+    def copy(self, name: str) -> Path:
+        """A copy of the warehouse file to tamper with or rebuild under other vars."""
+        target = self.work / f"{name}.duckdb"
+        shutil.copyfile(self.path, target)
+        return target
+
+
+def run_dbt(landing: Path, warehouse: Path, work: Path, *args: str) -> subprocess.CompletedProcess:
+    env = os.environ | {
+        "GPUCOST_LANDING_DIR": str(landing),
+        "GPUCOST_WAREHOUSE": str(warehouse),
+        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+    }
+    dbt = Path(sys.executable).with_name("dbt")
+    command = [str(dbt) if dbt.exists() else "dbt", *args]
+    command += ["--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR)]
+    command += ["--target-path", str(work / "target"), "--log-path", str(work / "logs")]
+    return subprocess.run(
+        command, cwd=PROJECT_DIR, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def _build(landing: Path, work: Path, *extra: str) -> Warehouse:
+    work.mkdir(parents=True, exist_ok=True)
+    warehouse = Warehouse(landing=landing, path=work / "gpucost.duckdb", work=work)
+    result = warehouse.dbt("build", *extra)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    return warehouse
+
+
+@pytest.fixture(scope="session")
+def generated_month(tmp_path_factory) -> tuple[Path, dict]:
+    from gpucost.generator import generate_month
+
+    landing = tmp_path_factory.mktemp("generated") / "landing"
+    summary = generate_month(landing, seed=7, nodes=4, days=3, step_seconds=600, clusters=2)
+    return landing, summary
+
+
+@pytest.fixture(scope="session")
+def generated_warehouse(generated_month, tmp_path_factory) -> Warehouse:
+    landing, _ = generated_month
+    return _build(landing, tmp_path_factory.mktemp("generated_build"))
+
+
+@pytest.fixture(scope="session")
+def real_focus_warehouse(tmp_path_factory) -> Warehouse:
+    if not REAL_FOCUS.exists():
+        pytest.fail(f"real FOCUS sample missing: {REAL_FOCUS} (the repo expects ../shared/data)")
+    landing = tmp_path_factory.mktemp("real_focus") / "landing"
+    (landing / "billing" / "focus").mkdir(parents=True)
+    shutil.copyfile(REAL_FOCUS, landing / "billing" / "focus" / REAL_FOCUS.name)
+    return _build(
+        landing,
+        tmp_path_factory.mktemp("real_focus_build"),
+        "--vars",
+        "{gpucost_tag_key_project: application, gpucost_tag_key_team: business_unit}",
+    )

@@ -1,0 +1,253 @@
+"""End to end: land files, dbt build, and check the marts against the raw bill to the cent."""
+
+from __future__ import annotations
+
+import csv
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.python.conftest import REAL_FOCUS
+
+pytestmark = pytest.mark.warehouse
+
+MARTS = ("fct_cost_allocation", "fct_chargeback_monthly", "rpt_reconciliation", "dim_teams", "dim_projects")
+
+
+def bill_from_csv(landing: Path) -> tuple[int, Decimal, Decimal]:
+    """Lines and exact totals of every FOCUS CSV in a landing zone, read with the csv module."""
+    lines, billed, effective = 0, Decimal(0), Decimal(0)
+    for path in sorted((landing / "billing" / "focus").rglob("*.csv")):
+        with path.open(newline="", encoding="utf-8") as handle:
+            for row in csv.DictReader(handle):
+                lines += 1
+                billed += Decimal(row["BilledCost"])
+                effective += Decimal(row["EffectiveCost"])
+    return lines, billed, effective
+
+
+def cents(value: Decimal) -> Decimal:
+    return value.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+
+
+# --- the generated month -------------------------------------------------------------------------
+
+
+def test_generated_month_reconciles_to_the_raw_bill(generated_warehouse, generated_month):
+    _, summary = generated_month
+    lines, billed, effective = bill_from_csv(generated_warehouse.landing)
+    assert billed == summary["billed_total"]
+    (allocated_billed, allocated_effective, allocated_lines), = generated_warehouse.sql(
+        "select sum(billed_cost), sum(effective_cost), count(distinct charge_id)"
+        " from marts.fct_cost_allocation"
+    )
+    assert (allocated_billed, allocated_effective, allocated_lines) == (billed, effective, lines)
+    (statement_billed, statement_effective), = generated_warehouse.sql(
+        "select sum(billed_cost), sum(effective_cost) from marts.fct_chargeback_monthly"
+    )
+    assert (statement_billed, statement_effective) == (cents(billed), cents(effective))
+    assert generated_warehouse.sql("select bool_and(is_reconciled) from marts.rpt_reconciliation") == [
+        (True,)
+    ]
+
+
+def test_marts_hold_money_as_decimal_never_float(generated_warehouse):
+    rows = generated_warehouse.sql(
+        "select table_name, column_name, data_type from information_schema.columns"
+        " where table_schema = 'marts'"
+    )
+    assert {table for table, _, _ in rows} == set(MARTS)
+    floats = [row for row in rows if row[2] in ("DOUBLE", "FLOAT", "REAL", "HUGEINT")]
+    assert floats == []
+    money = {(t, c): d for t, c, d in rows if c.endswith("_cost") or c.endswith("_residual")}
+    assert money and all(d.startswith("DECIMAL") for d in money.values()), money
+
+
+def test_every_kind_of_money_is_visible(generated_warehouse):
+    kinds = dict(
+        generated_warehouse.sql(
+            "select allocation_kind, count(*) from marts.fct_cost_allocation group by 1"
+        )
+    )
+    assert {"direct", "usage", "idle", "shared", "unallocated"} <= set(kinds)
+    reasons = dict(
+        generated_warehouse.sql(
+            "select unallocated_reason, count(*) from marts.fct_cost_allocation"
+            " where allocation_kind = 'unallocated' group by 1"
+        )
+    )
+    assert None not in reasons
+    assert "gpu_usage_of_workload_missing_project_label" in reasons
+    assert "gpu_usage_of_workload_unknown_project_label" in reasons  # the generator's typo labels
+
+
+def test_untagged_share_matches_the_generator(generated_warehouse, generated_month):
+    _, summary = generated_month
+    (attributed, unattributed), = generated_warehouse.sql(
+        "select count(*) filter (where attribution_method = 'pod_label'),"
+        " count(*) filter (where attribution_method = 'none') from intermediate.int_workloads"
+    )
+    assert attributed + unattributed >= summary["pods"] - summary["pods_never_scheduled"]
+    assert 0.35 <= unattributed / (attributed + unattributed) <= 0.65
+
+
+def test_node_lines_are_prorated_by_requested_gpu_time(generated_warehouse):
+    # For every prorated node line, a workload's share equals its requested GPU-ms over max(capacity,
+    # sum of requests): recompute one line in SQL from the usage model, independently of Python.
+    rows = generated_warehouse.sql(
+        """
+        with line as (
+            select charge_id, capacity_gpu_ms, billed_cost from intermediate.int_gpu_node_lines
+            where capacity_gpu_ms > 0 order by charge_id limit 50
+        ),
+        requested as (
+            select charge_id, workload_id, requested_gpu_ms from intermediate.int_gpu_node_line_workloads
+            where requested_gpu_ms > 0
+        ),
+        expected as (
+            select line.charge_id, requested.workload_id,
+                line.billed_cost * requested.requested_gpu_ms
+                / greatest(line.capacity_gpu_ms, sum(requested.requested_gpu_ms) over (partition by line.charge_id))
+                    as expected_cost
+            from line inner join requested using (charge_id)
+        )
+        select expected.charge_id, expected.workload_id, expected.expected_cost, prorated.billed_cost
+        from expected
+        inner join intermediate.int_gpu_costs_prorated as prorated
+            on expected.charge_id = prorated.charge_id and expected.workload_id = prorated.workload_id
+        """
+    )
+    assert len(rows) > 20
+    for _, _, expected, actual in rows:
+        assert abs(Decimal(str(expected)) - actual) < Decimal("1e-12")
+
+
+@pytest.mark.parametrize(
+    ("policy", "team", "project"),
+    [("platform", "platform", "gpu-platform"), ("visible", "__idle__", "__idle__")],
+)
+def test_idle_policies_route_idle_cost_and_still_reconcile(generated_warehouse, policy, team, project):
+    target = generated_warehouse.copy(f"idle_{policy}")
+    result = generated_warehouse.dbt(
+        "build",
+        "--select",
+        "int_gpu_idle_costs_spread+",
+        "--vars",
+        f"{{gpucost_idle_policy: {policy}}}",
+        warehouse=target,
+    )
+    assert result.returncode == 0, result.stdout[-4000:]
+    owners = generated_warehouse.sql(
+        "select distinct team_id, project_id from marts.fct_cost_allocation where allocation_kind = 'idle'",
+        warehouse=target,
+    )
+    assert owners == [(team, project)]
+
+
+def test_used_basis_builds_and_reconciles(generated_warehouse):
+    target = generated_warehouse.copy("basis_used")
+    result = generated_warehouse.dbt(
+        "build",
+        "--select",
+        "int_gpu_costs_prorated+",
+        "--vars",
+        "{gpucost_allocation_basis: used}",
+        warehouse=target,
+    )
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert generated_warehouse.sql(
+        "select distinct allocation_basis from intermediate.int_gpu_costs_prorated", warehouse=target
+    ) == [("used",)]
+
+
+# --- the guards fail when one cent moves ---------------------------------------------------------
+
+
+def _tamper(warehouse_file: Path, statement: str) -> None:
+    with duckdb.connect(str(warehouse_file)) as con:
+        con.execute(statement)
+
+
+def test_moving_one_cent_in_one_allocation_fails_the_reconciliation(generated_warehouse):
+    target = generated_warehouse.copy("tampered_allocation")
+    _tamper(
+        target,
+        "update marts.fct_cost_allocation set billed_cost = billed_cost + 0.01"
+        " where allocation_id = (select min(allocation_id) from marts.fct_cost_allocation)",
+    )
+    result = generated_warehouse.dbt(
+        "test", "--select", "assert_allocations_reconcile_to_each_bill_line", warehouse=target
+    )
+    assert result.returncode == 1
+    assert "FAIL 1 assert_allocations_reconcile_to_each_bill_line" in result.stdout
+    # and the untouched copy passes the same test: the failure is the cent, not the test
+    clean = generated_warehouse.dbt(
+        "test", "--select", "assert_allocations_reconcile_to_each_bill_line"
+    )
+    assert clean.returncode == 0, clean.stdout[-3000:]
+
+
+def test_a_dropped_allocation_row_fails_the_reconciliation_report(generated_warehouse):
+    target = generated_warehouse.copy("tampered_report")
+    _tamper(
+        target,
+        "delete from marts.fct_cost_allocation"
+        " where allocation_id = (select min(allocation_id) from marts.fct_cost_allocation"
+        " where billed_cost <> 0)",
+    )
+    result = generated_warehouse.dbt("build", "--select", "rpt_reconciliation", warehouse=target)
+    assert result.returncode == 1
+    assert "FAIL 1 gpucost_expression_is_true_rpt_reconciliation" in result.stdout
+
+
+def test_moving_one_cent_between_statements_fails_the_cents_test(generated_warehouse):
+    target = generated_warehouse.copy("tampered_statement")
+    _tamper(
+        target,
+        "update marts.fct_chargeback_monthly set billed_cost = billed_cost + 0.01"
+        " where chargeback_id = (select min(chargeback_id) from marts.fct_chargeback_monthly)",
+    )
+    result = generated_warehouse.dbt(
+        "test", "--select", "assert_monthly_cents_reconcile_to_bill", warehouse=target
+    )
+    assert result.returncode == 1
+    assert "FAIL 1 assert_monthly_cents_reconcile_to_bill" in result.stdout
+
+
+# --- the real FOCUS sample -----------------------------------------------------------------------
+
+
+def test_real_focus_sample_loses_nothing(real_focus_warehouse):
+    lines, billed, effective = bill_from_csv_with_nulls(REAL_FOCUS)
+    assert lines == 1000
+    (allocated_billed, allocated_effective, allocated_lines), = real_focus_warehouse.sql(
+        "select sum(billed_cost), sum(effective_cost), count(distinct charge_id)"
+        " from marts.fct_cost_allocation"
+    )
+    assert (allocated_billed, allocated_effective, allocated_lines) == (billed, effective, 1000)
+    kinds = dict(
+        real_focus_warehouse.sql(
+            "select allocation_kind, count(distinct charge_id) from marts.fct_cost_allocation group by 1"
+        )
+    )
+    assert kinds.get("direct", 0) > 0 and kinds.get("shared", 0) > 0 and kinds.get("unallocated", 0) > 0
+    gpu = real_focus_warehouse.sql(
+        "select count(distinct charge_id), min(unallocated_reason) from marts.fct_cost_allocation"
+        " where unallocated_reason like 'gpu_resource_without_telemetry%'"
+    )
+    assert gpu == [(8, "gpu_resource_without_telemetry: g5.4xlarge")]  # the 8 g5.4xlarge rows
+    assert real_focus_warehouse.sql(
+        "select bool_and(is_reconciled), count(*) from marts.rpt_reconciliation"
+    )[0][0] is True
+
+
+def bill_from_csv_with_nulls(path: Path) -> tuple[int, Decimal, Decimal]:
+    lines, billed, effective = 0, Decimal(0), Decimal(0)
+    with path.open(newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            lines += 1
+            billed += Decimal(row["BilledCost"])
+            effective += Decimal(row["EffectiveCost"])
+    return lines, billed, effective
