@@ -74,6 +74,9 @@ def table_of(rows: Iterable[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """An Arrow table with exactly ``schema``'s columns and types, from rows."""
     rows = list(rows)
     return pa.table(
-        {field.name: pa.array([row.get(field.name) for row in rows], field.type) for field in schema},
+        {
+            field.name: pa.array([row.get(field.name) for row in rows], field.type)
+            for field in schema
+        },
         schema=schema,
     )

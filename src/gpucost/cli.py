@@ -37,7 +37,8 @@ def find_project_dir(start: Path | None = None) -> Path:
             if (folder / "dbt_project.yml").is_file():
                 return folder
     raise SystemExit(
-        "gpucost: cannot find dbt_project.yml; run from the project folder or set GPUCOST_PROJECT_DIR"
+        "gpucost: cannot find dbt_project.yml; run from the project folder "
+        "or set GPUCOST_PROJECT_DIR"
     )
 
 
@@ -66,8 +67,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         shutil.rmtree(out)
     started = time.monotonic()
     print(
-        f"Generating {args.days} days, {args.nodes} GPU nodes, {args.step}s samples, seed {args.seed} "
-        f"into {out}",
+        f"Generating {args.days} days, {args.nodes} GPU nodes, {args.step}s samples, "
+        f"seed {args.seed} into {out}",
         flush=True,
     )
     summary = generate_month(
@@ -144,12 +145,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _add_generate_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", help=f"landing zone to write (default ${{GPUCOST_LANDING_DIR}} or {DEFAULT_LANDING})")
-    parser.add_argument("--nodes", type=int, default=16, help="GPU nodes, half H100 half A100 (default 16)")
+    parser.add_argument(
+        "--out",
+        help=f"landing zone to write (default ${{GPUCOST_LANDING_DIR}} or {DEFAULT_LANDING})",
+    )
+    parser.add_argument(
+        "--nodes", type=int, default=16, help="GPU nodes, half H100 half A100 (default 16)"
+    )
     parser.add_argument("--days", type=int, default=30, help="days to generate (default 30)")
-    parser.add_argument("--step", type=int, default=300, help="metric sample interval, seconds (default 300)")
+    parser.add_argument(
+        "--step", type=int, default=300, help="metric sample interval, seconds (default 300)"
+    )
     parser.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
-    parser.add_argument("--start", default="2026-10-01", help="first day, YYYY-MM-DD (default 2026-10-01)")
+    parser.add_argument(
+        "--start", default="2026-10-01", help="first day, YYYY-MM-DD (default 2026-10-01)"
+    )
     parser.add_argument("--clusters", type=int, default=2, help="Kubernetes clusters (default 2)")
     parser.add_argument("--force", action="store_true", help="replace a non-empty landing zone")
 
@@ -164,8 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     build = sub.add_parser("build", help="dbt build against the landing zone")
     build.add_argument("--landing", help="landing zone (default $GPUCOST_LANDING_DIR or landing)")
-    build.add_argument("--warehouse", help=f"DuckDB file (default $GPUCOST_WAREHOUSE or {DEFAULT_WAREHOUSE})")
-    build.add_argument("dbt_args", nargs=argparse.REMAINDER, help="dbt command and flags (default: build)")
+    build.add_argument(
+        "--warehouse", help=f"DuckDB file (default $GPUCOST_WAREHOUSE or {DEFAULT_WAREHOUSE})"
+    )
+    build.add_argument(
+        "dbt_args", nargs=argparse.REMAINDER, help="dbt command and flags (default: build)"
+    )
     build.set_defaults(func=cmd_build)
 
     summary = sub.add_parser("summary", help="print the chargeback summary")

@@ -51,14 +51,18 @@ def _money(value: Decimal) -> str:
     return f"{value:,.2f}"
 
 
-def chargeback_summary(rows: dict[str, Sequence[tuple[Any, ...]]], warehouse: Path) -> tuple[str, bool]:
+def chargeback_summary(
+    rows: dict[str, Sequence[tuple[Any, ...]]], warehouse: Path
+) -> tuple[str, bool]:
     """Format the summary; returns the text and whether every month reconciles to the cent."""
     lines: list[str] = []
     all_reconciled = True
     teams_by_month: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
     for row in rows["teams"]:
         teams_by_month.setdefault((row[0], row[1]), []).append(row)
-    for month, currency, bill_exact, allocated_exact, residual, quarantined, reconciled in rows["totals"]:
+    for month, currency, bill_exact, allocated_exact, residual, quarantined, reconciled in rows[
+        "totals"
+    ]:
         team_rows = teams_by_month.get((month, currency), [])
         statement_total = sum((row[8] for row in team_rows), Decimal(0))
         bill_cents = Decimal(bill_exact).quantize(Decimal("0.01"), rounding="ROUND_HALF_UP")

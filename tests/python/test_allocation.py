@@ -36,7 +36,12 @@ NODE_HOUR = {
 def test_prorate_golden_requested_basis():
     # train: 4 GPUs all hour; notebook: 1 GPU half an hour; 3.5 GPU-hours idle.
     usages = [
-        {"charge_id": "c1", "workload_id": "train", "requested_gpu_ms": 4 * 3_600_000, "used_gpu_ms": 10},
+        {
+            "charge_id": "c1",
+            "workload_id": "train",
+            "requested_gpu_ms": 4 * 3_600_000,
+            "used_gpu_ms": 10,
+        },
         {"charge_id": "c1", "workload_id": "nb", "requested_gpu_ms": 1_800_000, "used_gpu_ms": 0},
     ]
     rows = {row["workload_id"]: row for row in prorate_node_lines([NODE_HOUR], usages)}
@@ -110,7 +115,9 @@ def test_idle_even_splits_between_owners_first():
     assert totals(rows.values())["c1"][0] == IDLE["billed_cost"]
 
 
-@pytest.mark.parametrize(("policy", "recipient"), [("platform", "platform"), ("visible", "unowned")])
+@pytest.mark.parametrize(
+    ("policy", "recipient"), [("platform", "platform"), ("visible", "unowned")]
+)
 def test_idle_platform_and_visible_keep_the_row_whole(policy, recipient):
     (row,) = spread_idle([IDLE], WEIGHTS, policy)
     assert row["recipient"] == recipient
@@ -136,12 +143,24 @@ def test_idle_without_active_workloads_stays_visible_with_reason():
 
 def test_shared_uses_the_narrowest_scope_with_owners():
     lines = [
-        {"charge_id": "tax", "billed_cost": D("-10.00"), "effective_cost": D("-10.00"),
-         "scope_keys": ["account:1", "period"]},
-        {"charge_id": "support", "billed_cost": D("100"), "effective_cost": D("100"),
-         "scope_keys": ["account:2", "period"]},
-        {"charge_id": "orphan", "billed_cost": D("5"), "effective_cost": D("5"),
-         "scope_keys": ["account:3"]},
+        {
+            "charge_id": "tax",
+            "billed_cost": D("-10.00"),
+            "effective_cost": D("-10.00"),
+            "scope_keys": ["account:1", "period"],
+        },
+        {
+            "charge_id": "support",
+            "billed_cost": D("100"),
+            "effective_cost": D("100"),
+            "scope_keys": ["account:2", "period"],
+        },
+        {
+            "charge_id": "orphan",
+            "billed_cost": D("5"),
+            "effective_cost": D("5"),
+            "scope_keys": ["account:3"],
+        },
     ]
     weights = [
         {"scope_key": "account:1", "recipient_id": "nlp|llm", "weight": D("30")},
@@ -210,7 +229,9 @@ def test_proration_conserves_each_line_and_is_order_free(data, basis, rnd):
     shuffled = usages[:]
     rnd.shuffle(shuffled)
     key = lambda r: (r["charge_id"], str(r["workload_id"]), r["allocation_kind"])  # noqa: E731
-    assert sorted(prorate_node_lines(lines[::-1], shuffled, basis), key=key) == sorted(rows, key=key)
+    assert sorted(prorate_node_lines(lines[::-1], shuffled, basis), key=key) == sorted(
+        rows, key=key
+    )
 
 
 @settings(max_examples=200)
@@ -218,17 +239,27 @@ def test_proration_conserves_each_line_and_is_order_free(data, basis, rnd):
 def test_idle_spreading_conserves_each_idle_row(data, policy):
     lines, usages = data
     prorated = prorate_node_lines(lines, usages)
-    idle = [r | {"scope_keys": [r["charge_id"]]} for r in prorated if r["allocation_kind"] == "idle"]
+    idle = [
+        r | {"scope_keys": [r["charge_id"]]} for r in prorated if r["allocation_kind"] == "idle"
+    ]
     weights = [
-        {"scope_key": r["charge_id"], "workload_id": r["workload_id"],
-         "owner_key": "o" + r["workload_id"][-1], "weight": r["basis_gpu_ms"]}
+        {
+            "scope_key": r["charge_id"],
+            "workload_id": r["workload_id"],
+            "owner_key": "o" + r["workload_id"][-1],
+            "weight": r["basis_gpu_ms"],
+        }
         for r in prorated
         if r["allocation_kind"] == "usage"
     ]
     spread = spread_idle(idle, weights, policy)
     sums = totals(spread)
     for row in idle:
-        assert sums[row["charge_id"]] == [row["billed_cost"], row["effective_cost"], row["allocation_ratio"]]
+        assert sums[row["charge_id"]] == [
+            row["billed_cost"],
+            row["effective_cost"],
+            row["allocation_ratio"],
+        ]
     for row in spread:
         assert D(0) <= row["allocation_ratio"] <= D(1)
 

@@ -17,7 +17,10 @@ from gpucost.money import (
 
 amounts = st.integers(min_value=-(10**30), max_value=10**30)
 weight_maps = st.dictionaries(
-    st.text(min_size=1, max_size=6), st.integers(min_value=0, max_value=10**12), min_size=1, max_size=30
+    st.text(min_size=1, max_size=6),
+    st.integers(min_value=0, max_value=10**12),
+    min_size=1,
+    max_size=30,
 ).filter(lambda weights: sum(weights.values()) > 0)
 
 

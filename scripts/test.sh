@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Run every test: lint (ruff, sqlfluff), dbt parse, the Python allocation core (pytest + hypothesis),
+# the generator, and end-to-end dbt builds (generated month, the real FOCUS sample, tamper tests,
+# dbt unit tests and data tests). Sets up .venv from the project's own files if needed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e ".[test]"
+export DBT_SEND_ANONYMOUS_USAGE_STATS=false
+
+echo "== ruff"
+.venv/bin/ruff check src tests python_models
+.venv/bin/ruff format --check src tests python_models
+
+echo "== sqlfluff (duckdb dialect)"
+.venv/bin/sqlfluff lint models tests/singular macros --dialect duckdb
+
+echo "== dbt parse"
+GPUCOST_WAREHOUSE="$(mktemp -d)/parse.duckdb" .venv/bin/dbt parse --project-dir . --profiles-dir . --target-path target/ci-parse >/dev/null
+
+echo "== pytest"
+.venv/bin/python -m pytest tests/python "$@"
