@@ -13,9 +13,11 @@
     )
 {%- endmacro %}
 
-{#- A stable workload key for a pod: <cluster>/<namespace>/<pod>. -#}
-{% macro workload_id(cluster, namespace, pod) -%}
-    case when {{ pod }} is not null then {{ cluster }} || '/' || coalesce({{ namespace }}, '') || '/' || {{ pod }} end
+{#- A pod's key: <cluster>/<namespace>/<pod>. Pod names repeat over time (jupyter-alice-0), so a workload
+    is the pod key plus the pod's uid when known: <cluster>/<namespace>/<pod>/<uid>. -#}
+{% macro workload_id(cluster, namespace, pod, uid=none) -%}
+    case when {{ pod }} is not null then {{ cluster }} || '/' || coalesce({{ namespace }}, '') || '/' || {{ pod }}
+    {%- if uid is not none %} || coalesce('/' || {{ uid }}, ''){% endif %} end
 {%- endmacro %}
 
 {#- Seconds one sample stands for: the gap to the series' next sample, or the series' step when the

@@ -16,11 +16,17 @@ echo "== ruff"
 .venv/bin/ruff check src tests python_models
 .venv/bin/ruff format --check src tests python_models
 
-echo "== sqlfluff (duckdb dialect)"
-.venv/bin/sqlfluff lint models tests/singular macros --dialect duckdb
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$scratch/landing"
+
+echo "== sqlfluff (duckdb dialect, dbt templater)"
+GPUCOST_LANDING_DIR="$scratch/landing" GPUCOST_WAREHOUSE="$scratch/lint.duckdb" \
+    .venv/bin/sqlfluff lint models tests/singular
 
 echo "== dbt parse"
-GPUCOST_WAREHOUSE="$(mktemp -d)/parse.duckdb" .venv/bin/dbt parse --project-dir . --profiles-dir . --target-path target/ci-parse >/dev/null
+GPUCOST_WAREHOUSE="$scratch/parse.duckdb" \
+    .venv/bin/dbt parse --project-dir . --profiles-dir . --target-path "$scratch/target" >/dev/null
 
 echo "== pytest"
 .venv/bin/python -m pytest tests/python "$@"

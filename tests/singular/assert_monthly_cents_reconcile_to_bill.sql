@@ -28,7 +28,9 @@ statements as (
 
 )
 
-select *
+select
+    bill.*,
+    statements.*
 from bill
 full outer join statements
     on bill.billing_period_start = statements.billing_period_start

@@ -39,9 +39,11 @@ direct_and_unplaced as (
         classified.charge_id,
         cast(null as varchar) as workload_id,
         case when classified.line_class = 'direct' then classified.direct_team_id
-            else '{{ unallocated_owner() }}' end as team_id,
+            else '{{ unallocated_owner() }}'
+        end as team_id,
         case when classified.line_class = 'direct' then classified.direct_project_id
-            else '{{ unallocated_owner() }}' end as project_id,
+            else '{{ unallocated_owner() }}'
+        end as project_id,
         case when classified.line_class = 'direct' then classified.direct_user_id end as user_id,
         classified.line_class as allocation_kind,
         'whole_line' as allocation_basis,

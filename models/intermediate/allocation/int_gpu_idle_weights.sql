@@ -38,17 +38,17 @@ usage as (
 
 {%- for level in ['node_hour', 'cluster_day'] %}
 
-by_{{ level }} as (
+    by_{{ level }} as (
 
-    select
-        {{ idle_scope_key('usage', level) }} as scope_key,
-        workload_id,
-        owner_key,
-        cast(sum(basis_gpu_ms) as bigint) as weight
-    from usage
-    group by 1, 2, 3
+        select
+            {{ idle_scope_key('usage', level) }} as scope_key,
+            usage.workload_id,
+            usage.owner_key,
+            cast(sum(usage.basis_gpu_ms) as bigint) as weight
+        from usage
+        group by 1, 2, 3
 
-),
+    ),
 {%- endfor %}
 
 final as (

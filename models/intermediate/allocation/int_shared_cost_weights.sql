@@ -32,8 +32,8 @@ by_account as (
 
     select
         {{ shared_scope_key('owner_costs', 'account') }} as scope_key,
-        recipient_id,
-        sum(effective_cost) as weight
+        owner_costs.recipient_id,
+        sum(owner_costs.effective_cost) as weight
     from owner_costs
     group by 1, 2
 
@@ -43,8 +43,8 @@ by_period as (
 
     select
         {{ shared_scope_key('owner_costs', 'period') }} as scope_key,
-        recipient_id,
-        sum(effective_cost) as weight
+        owner_costs.recipient_id,
+        sum(owner_costs.effective_cost) as weight
     from owner_costs
     group by 1, 2
 

@@ -47,8 +47,8 @@ capacity as (
     inner join usage
         on lines.cluster_id = usage.cluster_id
         and lines.node_name = usage.node_name
-        and usage.hour_start_epoch >= lines.period_start_epoch
-        and usage.hour_start_epoch < lines.period_end_epoch
+        and lines.period_start_epoch <= usage.hour_start_epoch
+        and lines.period_end_epoch > usage.hour_start_epoch
     group by 1
 
 ),

@@ -4,9 +4,15 @@
 -- is longer than gpucost_max_sample_gap_seconds (telemetry missing is not usage).
 with
 
-gpu_samples as (
+dcgm_samples as (
 
     select * from {{ ref('stg_dcgm__gpu_samples') }}
+
+),
+
+pods as (
+
+    select * from {{ ref('stg_kube__pods') }}
 
 ),
 
@@ -16,9 +22,42 @@ pod_requests as (
 
 ),
 
+-- The exporter names the pod, not its uid: the incarnation alive at the sample's time is the workload.
+pod_matches as (
+
+    select
+        dcgm_samples.*,
+        pods.workload_id as matched_workload_id,
+        row_number() over (
+            partition by dcgm_samples.cluster_id, dcgm_samples.gpu_uuid, dcgm_samples.pod_key, dcgm_samples.sampled_epoch
+            order by pods.first_seen_epoch desc
+        ) as match_rank
+    from dcgm_samples
+    left join pods
+        on
+            dcgm_samples.pod_key = pods.pod_key
+            and dcgm_samples.sampled_epoch >= pods.first_seen_epoch
+            and dcgm_samples.sampled_epoch <= pods.last_seen_epoch + {{ var('gpucost_max_sample_gap_seconds') }}
+
+),
+
+gpu_samples as (
+
+    select
+        * exclude (matched_workload_id, match_rank),
+        coalesce(matched_workload_id, pod_key) as workload_id
+    from pod_matches
+    where match_rank = 1
+
+),
+
 gpu_times as (
 
-    select distinct cluster_id, node_name, gpu_uuid, sampled_epoch
+    select distinct
+        cluster_id,
+        node_name,
+        gpu_uuid,
+        sampled_epoch
     from gpu_samples
 
 ),

@@ -29,9 +29,16 @@ mapping_size as (
 
 workload_ids as (
 
-    select distinct workload_id, cluster_id from usage where workload_id is not null
+    select distinct
+        workload_id,
+        cluster_id
+    from usage
+    where workload_id is not null
     union
-    select workload_id, cluster_id from pod_labels
+    select
+        workload_id,
+        cluster_id
+    from pod_labels
 
 ),
 

@@ -22,7 +22,9 @@ workloads as (
 
 discovered as (
 
-    select project_id, min(team_id) as team_id
+    select
+        project_id,
+        min(team_id) as team_id
     from allocations
     where project_id not in ('{{ unallocated_owner() }}', '{{ idle_owner() }}')
     group by 1
@@ -37,13 +39,17 @@ system_projects as (
         '{{ unallocated_owner() }}' as team_id,
         'system' as project_source
     union all
-    select '{{ idle_owner() }}', 'Idle capacity (kept visible)', '{{ idle_owner() }}', 'system'
+    select
+        '{{ idle_owner() }}' as project_id,
+        'Idle capacity (kept visible)' as project_name,
+        '{{ idle_owner() }}' as team_id,
+        'system' as project_source
     union all
     select
-        '{{ var("gpucost_platform_project_id") }}',
-        'GPU platform (idle owner under the platform policy)',
-        '{{ var("gpucost_platform_team_id") }}',
-        'system'
+        '{{ var("gpucost_platform_project_id") }}' as project_id,
+        'GPU platform (idle owner under the platform policy)' as project_name,
+        '{{ var("gpucost_platform_team_id") }}' as team_id,
+        'system' as project_source
 
 ),
 
@@ -58,21 +64,25 @@ projects as (
     union all
     select
         discovered.project_id,
-        discovered.project_id,
+        discovered.project_id as project_name,
         discovered.team_id,
-        'discovered'
+        'discovered' as project_source
     from discovered
-    where discovered.project_id not in (select project_id from org_mapping)
-        and discovered.project_id not in (select project_id from system_projects)
+    where
+        discovered.project_id not in (select org_mapping.project_id from org_mapping)
+        and discovered.project_id not in (select system_projects.project_id from system_projects)
     union all
-    select * from system_projects
-    where project_id not in (select project_id from org_mapping)
+    select system_projects.*
+    from system_projects
+    where system_projects.project_id not in (select org_mapping.project_id from org_mapping)
 
 ),
 
 workload_counts as (
 
-    select project_id, count(*) as workload_count
+    select
+        project_id,
+        count(*) as workload_count
     from workloads
     group by 1
 

@@ -29,7 +29,9 @@ team_ids as (
 
 team_names as (
 
-    select team_id, min(team_name) as team_name
+    select
+        team_id,
+        min(team_name) as team_name
     from org_mapping
     group by 1
 
@@ -37,7 +39,9 @@ team_names as (
 
 project_counts as (
 
-    select team_id, count(case when not is_system_owner then 1 end) as project_count
+    select
+        team_id,
+        count(case when not is_system_owner then 1 end) as project_count
     from projects
     group by 1
 

@@ -70,8 +70,8 @@ by_owner as (
         team_id,
         project_id,
         {% for kind in ['direct', 'usage', 'idle', 'shared', 'unallocated'] -%}
-        cast(sum(case when allocation_kind = '{{ kind }}' then billed_cents else 0 end) as {{ cents_type() }})
-            as {{ kind }}_cost,
+            cast(sum(case when allocation_kind = '{{ kind }}' then billed_cents else 0 end) as {{ cents_type() }})
+                as {{ kind }}_cost,
         {% endfor -%}
         cast(sum(billed_cents) as {{ cents_type() }}) as billed_cost
     from cells_rounded

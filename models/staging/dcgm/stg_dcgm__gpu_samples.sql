@@ -25,15 +25,14 @@ pivoted as (
         max(case when metric_name = 'DCGM_FI_DEV_POWER_USAGE' then sample_value end) as power_usage_watts
     from source
     where gpu_uuid is not null
-    group by
-        cluster_id, node_name, gpu_uuid, gpu_index, gpu_model, namespace, pod, container, sampled_epoch
+    group by 1, 2, 3, 4, 5, 6, 7, 8, 9
 
 ),
 
 final as (
 
     select
-        {{ workload_id('cluster_id', 'namespace', 'pod') }} as workload_id,
+        {{ workload_id('cluster_id', 'namespace', 'pod') }} as pod_key,
         cluster_id,
         node_name,
         gpu_uuid,

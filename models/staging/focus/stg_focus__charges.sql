@@ -15,7 +15,7 @@ parsed as (
         md5(concat_ws(
             '|',
             {% for column in focus_columns() -%}
-            coalesce("{{ column }}", '<null>'){{ "," if not loop.last }}
+                coalesce("{{ column }}", '<null>'){{ "," if not loop.last }}
             {% endfor -%}
         )) as content_hash,
 
@@ -131,7 +131,7 @@ final as (
         case
             when charge_period_start_at is null or charge_period_end_at is null
                 then 'invalid_charge_period: '
-                || coalesce(charge_period_start_raw, '<null>') || ' / ' || coalesce(charge_period_end_raw, '<null>')
+                    || coalesce(charge_period_start_raw, '<null>') || ' / ' || coalesce(charge_period_end_raw, '<null>')
             when charge_period_end_at <= charge_period_start_at then 'invalid_charge_period: end not after start'
         end as invalid_period_reason,
         cast(billing_period_start_at as date) as billing_period_start,

@@ -11,7 +11,7 @@ source as (
 final as (
 
     select
-        {{ workload_id('cluster_id', prom_label('namespace'), prom_label('pod')) }} as workload_id,
+        {{ workload_id('cluster_id', prom_label('namespace'), prom_label('pod'), prom_label('uid')) }} as workload_id,
         cluster_id,
         {{ prom_label('namespace') }} as namespace,
         {{ prom_label('pod') }} as pod,

@@ -1,4 +1,4 @@
--- One row per pod: its ownership labels (label keys are dbt vars), as last seen.
+-- One row per pod (name and uid): its ownership labels (label keys are dbt vars), as last seen.
 with
 
 source as (
@@ -14,19 +14,21 @@ latest as (
         cluster_id,
         {{ prom_label('namespace') }} as namespace,
         {{ prom_label('pod') }} as pod,
+        {{ prom_label('uid') }} as uid,
         arg_max(labels, sampled_epoch) as labels
     from source
-    group by 1, 2, 3
+    group by 1, 2, 3, 4
 
 ),
 
 final as (
 
     select
-        {{ workload_id('cluster_id', 'namespace', 'pod') }} as workload_id,
+        {{ workload_id('cluster_id', 'namespace', 'pod', 'uid') }} as workload_id,
         cluster_id,
         namespace,
         pod,
+        uid,
         {{ prom_label(var('gpucost_pod_label_project')) }} as label_project_id,
         {{ prom_label(var('gpucost_pod_label_team')) }} as label_team_id,
         {{ prom_label(var('gpucost_pod_label_user')) }} as label_user_id,
