@@ -11,5 +11,5 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 echo "Installing gpucost and its pinned dependencies (dbt-core 1.11, dbt-duckdb 1.11) into .venv"
-.venv/bin/python -m pip install --quiet -e ".[test]"
+.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test]"
 exec .venv/bin/gpucost demo --force "$@"

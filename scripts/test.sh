@@ -9,7 +9,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[test]"
+.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test]"
 export DBT_SEND_ANONYMOUS_USAGE_STATS=false
 
 echo "== ruff"

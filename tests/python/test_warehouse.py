@@ -267,3 +267,38 @@ def bill_from_csv_with_nulls(path: Path) -> tuple[int, Decimal, Decimal]:
             billed += Decimal(row["BilledCost"])
             effective += Decimal(row["EffectiveCost"])
     return lines, billed, effective
+
+
+def test_focus_parquet_export_lands_like_the_csv(real_focus_warehouse, tmp_path):
+    # The same real sample as typed Parquet (decimal money, timestamp periods), as Data Exports write it.
+    landing = tmp_path / "landing"
+    (landing / "billing" / "focus" / "2024-09").mkdir(parents=True)
+    target = landing / "billing" / "focus" / "2024-09" / "focus.parquet"
+    with duckdb.connect() as con:
+        con.execute(
+            f"""
+            copy (
+                select * replace (
+                    cast("BilledCost" as decimal(38, 11)) as "BilledCost",
+                    cast("EffectiveCost" as decimal(38, 11)) as "EffectiveCost",
+                    cast("ChargePeriodStart" as timestamp) as "ChargePeriodStart",
+                    cast("ChargePeriodEnd" as timestamp) as "ChargePeriodEnd"
+                )
+                from read_csv('{REAL_FOCUS}', all_varchar = true, nullstr = ['', 'NULL'])
+            ) to '{target}' (format parquet)
+            """
+        )
+    work = tmp_path / "work"
+    work.mkdir()
+    from tests.python.conftest import run_dbt
+
+    result = run_dbt(landing, work / "w.duckdb", work, "build")
+    assert result.returncode == 0, result.stdout[-4000:]
+    query = (
+        "select count(distinct charge_id), sum(billed_cost), sum(effective_cost)"
+        " from marts.fct_cost_allocation"
+    )
+    with duckdb.connect(str(work / "w.duckdb"), read_only=True) as con:
+        from_parquet = con.sql(query).fetchall()
+    assert from_parquet == real_focus_warehouse.sql(query)
+    assert from_parquet[0][0] == 1000

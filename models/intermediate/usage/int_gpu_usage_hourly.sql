@@ -29,15 +29,16 @@ pod_matches as (
         dcgm_samples.*,
         pods.workload_id as matched_workload_id,
         row_number() over (
-            partition by dcgm_samples.cluster_id, dcgm_samples.gpu_uuid, dcgm_samples.pod_key, dcgm_samples.sampled_epoch
+            partition by
+                dcgm_samples.cluster_id, dcgm_samples.gpu_uuid, dcgm_samples.pod_key, dcgm_samples.sampled_epoch
             order by pods.first_seen_epoch desc
         ) as match_rank
     from dcgm_samples
     left join pods
         on
-            dcgm_samples.pod_key = pods.pod_key
-            and dcgm_samples.sampled_epoch >= pods.first_seen_epoch
-            and dcgm_samples.sampled_epoch <= pods.last_seen_epoch + {{ var('gpucost_max_sample_gap_seconds') }}
+        dcgm_samples.pod_key = pods.pod_key
+        and dcgm_samples.sampled_epoch >= pods.first_seen_epoch
+        and dcgm_samples.sampled_epoch <= pods.last_seen_epoch + {{ var('gpucost_max_sample_gap_seconds') }}
 
 ),
 

@@ -1,10 +1,11 @@
--- One row per pod incarnation (name and uid) from kube_pod_info: where and when it ran.
+-- One row per pod incarnation (name and uid) from kube_pod_info, kube_pod_start_time and
+-- kube_pod_completion_time: where and when it ran.
 with
 
 source as (
 
     select * from {{ ref('base_kube__samples') }}
-    where metric_name = 'kube_pod_info'
+    where metric_name in ('kube_pod_info', 'kube_pod_start_time', 'kube_pod_completion_time')
 
 ),
 
@@ -18,8 +19,12 @@ pods as (
         max({{ prom_label('node') }}) as node_name,
         max({{ prom_label('created_by_kind') }}) as created_by_kind,
         max({{ prom_label('created_by_name') }}) as created_by_name,
-        min(sampled_epoch) as first_seen_epoch,
-        max(sampled_epoch) as last_seen_epoch
+        min(case when metric_name = 'kube_pod_info' then sampled_epoch end) as first_seen_epoch,
+        max(case when metric_name = 'kube_pod_info' then sampled_epoch end) as last_seen_epoch,
+        max(case when metric_name = 'kube_pod_start_time' then try_cast(sample_value as double) end)
+            as started_epoch,
+        max(case when metric_name = 'kube_pod_completion_time' then try_cast(sample_value as double) end)
+            as completed_epoch
     from source
     group by 1, 2, 3, 4
 
@@ -38,9 +43,11 @@ final as (
         created_by_kind,
         created_by_name,
         first_seen_epoch,
-        last_seen_epoch
+        last_seen_epoch,
+        {{ from_epoch_seconds('started_epoch') }} as started_at,
+        {{ from_epoch_seconds('completed_epoch') }} as completed_at
     from pods
-    where pod is not null
+    where pod is not null and first_seen_epoch is not null
 
 )
 
