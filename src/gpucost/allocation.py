@@ -80,18 +80,24 @@ def prorate_node_lines(
     ``usages``: ``charge_id``, ``workload_id``, ``requested_gpu_ms``, ``used_gpu_ms``.
 
     Each workload gets the share ``weight / max(capacity, sum of weights)`` of the line
-    (``usage`` rows); what no workload took is one ``idle`` row (``workload_id`` None) for
+    (``usage`` rows, with ``utilised_cost``: the part matching its busy GPU time, see
+    :func:`utilised_share`); what no workload took is one ``idle`` row (``workload_id`` None) for
     :func:`spread_idle`. A line with neither capacity nor usage is one ``unallocated`` row
     with the reason ``no_gpu_telemetry``. Shares of each line sum exactly to the line.
     """
     if basis not in BASES:
         raise ValueError(f"unknown allocation basis {basis!r}; expected one of {BASES}")
     by_line: dict[str, dict[str, int]] = defaultdict(dict)
+    used_by_line: dict[str, dict[str, int]] = defaultdict(dict)
     for usage in usages:
         weight = basis_weight(usage.get("requested_gpu_ms"), usage.get("used_gpu_ms"), basis)
         if weight > 0:
             workloads = by_line[usage["charge_id"]]
             workloads[usage["workload_id"]] = workloads.get(usage["workload_id"], 0) + weight
+            used = used_by_line[usage["charge_id"]]
+            used[usage["workload_id"]] = used.get(usage["workload_id"], 0) + int(
+                usage.get("used_gpu_ms") or 0
+            )
 
     out: list[Row] = []
     for line in lines:
@@ -109,6 +115,8 @@ def prorate_node_lines(
                     "allocation_kind": "unallocated",
                     "unallocated_reason": "no_gpu_telemetry",
                     "basis_gpu_ms": 0,
+                    "used_gpu_ms": 0,
+                    "utilised_cost": from_units(0),
                     "billed_cost": line["billed_cost"],
                     "effective_cost": line["effective_cost"],
                     "allocation_ratio": _ratio(UNIT),
@@ -121,6 +129,7 @@ def prorate_node_lines(
         parts = _split_row(line["billed_cost"], line["effective_cost"], UNIT, weights)
         for key, (billed, effective, ratio) in sorted(parts.items()):
             is_idle = key == _IDLE
+            used = 0 if is_idle else used_by_line[charge_id].get(key[0], 0)
             out.append(
                 base
                 | {
@@ -128,12 +137,27 @@ def prorate_node_lines(
                     "allocation_kind": "idle" if is_idle else "usage",
                     "unallocated_reason": None,
                     "basis_gpu_ms": weights[key],
+                    "used_gpu_ms": used,
+                    "utilised_cost": utilised_share(billed, used, weights[key]),
                     "billed_cost": billed,
                     "effective_cost": effective,
                     "allocation_ratio": ratio,
                 }
             )
     return out
+
+
+def utilised_share(cost: Decimal, used_gpu_ms: int, basis_gpu_ms: int) -> Decimal:
+    """The part of a workload's cost that matches its busy GPU time.
+
+    ``cost x min(used, basis) / basis``, split exactly (the rest, ``cost - utilised``, is the
+    waste). Zero when the basis is zero.
+    """
+    if basis_gpu_ms <= 0 or cost == 0:
+        return from_units(0)
+    busy = min(max(used_gpu_ms, 0), basis_gpu_ms)
+    parts = split_exact(to_units(cost), {"busy": busy, "waste": basis_gpu_ms - busy})
+    return from_units(parts["busy"])
 
 
 def spread_idle(

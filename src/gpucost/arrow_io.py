@@ -21,9 +21,11 @@ PRORATED_SCHEMA = pa.schema(
         ("unallocated_reason", pa.string()),
         ("allocation_basis", pa.string()),
         ("basis_gpu_ms", pa.int64()),
+        ("used_gpu_ms", pa.int64()),
         ("billed_cost", MONEY),
         ("effective_cost", MONEY),
         ("allocation_ratio", MONEY),
+        ("utilised_cost", MONEY),
     ]
 )
 

@@ -190,7 +190,26 @@ def build_parser() -> argparse.ArgumentParser:
     _add_generate_options(demo)
     demo.add_argument("--warehouse", help=f"DuckDB file (default {DEFAULT_WAREHOUSE})")
     demo.set_defaults(func=cmd_demo, landing=None)
+    _add_plugins(sub)
     return parser
+
+
+# Subcommands contributed by other modules: each exposes ``add_parser(subparsers)``, which adds its
+# parser(s) and sets ``func``. A module that is missing is skipped.
+PLUGIN_MODULES = ("gpucost.publish", "gpucost.statements", "gpucost.alerts")
+
+
+def _add_plugins(sub: argparse._SubParsersAction) -> None:
+    import importlib
+
+    for name in PLUGIN_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            if error.name != name:
+                raise
+            continue
+        module.add_parser(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

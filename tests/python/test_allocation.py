@@ -281,3 +281,21 @@ def test_shared_spreading_conserves_each_line(amounts, owner_costs):
         assert sums[line["charge_id"]] == [line["billed_cost"], line["effective_cost"], 1]
     for row in rows:
         assert row["recipient_id"] is None or owner_costs[row["recipient_id"]] > 0
+
+
+def test_utilised_share_is_an_exact_split_of_the_usage_cost():
+    usages = [
+        {"charge_id": "c1", "workload_id": "a", "requested_gpu_ms": 3, "used_gpu_ms": 1},
+        {"charge_id": "c1", "workload_id": "b", "requested_gpu_ms": 3, "used_gpu_ms": 9},
+    ]
+    rows = {
+        r["workload_id"]: r
+        for r in prorate_node_lines([NODE_HOUR | {"capacity_gpu_ms": 6}], usages)
+    }
+    assert rows["a"]["billed_cost"] == D("49.16")
+    assert rows["a"]["utilised_cost"] == D(
+        "16.386666666666666667"
+    )  # a third, remainder unit to busy
+    assert (
+        rows["b"]["utilised_cost"] == rows["b"]["billed_cost"]
+    )  # used beyond the basis caps at 100 %
