@@ -117,7 +117,28 @@ def cmd_build(args: argparse.Namespace) -> int:
         )
         return 2
     dbt_args = [arg for arg in args.dbt_args if arg != "--"]
-    return run_dbt(project_dir, landing, warehouse_path(project_dir, args.warehouse), dbt_args)
+    warehouse = warehouse_path(project_dir, args.warehouse)
+    code = run_dbt(project_dir, landing, warehouse, dbt_args)
+    if code == 0 and (not dbt_args or dbt_args[0] in ("build", "run")):
+        code = publish_after_build(project_dir, warehouse)
+    return code
+
+
+def publish_after_build(project_dir: Path, warehouse: Path) -> int:
+    """Publish the marts as Parquet for BI readers (see docs/dashboard.md), when available."""
+    try:
+        from gpucost.publish import publish_marts
+    except ImportError:
+        return 0
+    out_dir = _resolve(
+        project_dir, os.environ.get("GPUCOST_PARQUET_DIR", str(warehouse.parent / "parquet"))
+    )
+    try:
+        publish_marts(warehouse, out_dir)
+    except Exception as error:  # a failed publish must not hide a good build's exit code
+        print(f"gpucost: publishing Parquet to {out_dir} failed: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
@@ -196,7 +217,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Subcommands contributed by other modules: each exposes ``add_parser(subparsers)``, which adds its
 # parser(s) and sets ``func``. A module that is missing is skipped.
-PLUGIN_MODULES = ("gpucost.publish", "gpucost.statements", "gpucost.alerts")
+PLUGIN_MODULES = (
+    "gpucost.publish",
+    "gpucost.statements",
+    "gpucost.alerts",
+    "gpucost.focus_export",
+    "gpucost.validation",
+)
 
 
 def _add_plugins(sub: argparse._SubParsersAction) -> None:
