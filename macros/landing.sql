@@ -14,6 +14,24 @@
     {{ return(result.columns[0].values() | list) }}
 {%- endmacro %}
 
+{#- Files with distinct bytes: a file landed twice (same content under another name, a re-sent export)
+    is read once, the first by name. stg_landing__files lists what was skipped and why. -#}
+{% macro distinct_content_files(files) -%}
+    {%- if not files -%}{{ return([]) }}{%- endif -%}
+    {%- set result = run_query(
+        "select filename, md5(content) as content_md5 from read_blob(" ~ sql_string_list(files) ~ ") order by filename"
+    ) -%}
+    {%- set seen = [] -%}
+    {%- set kept = [] -%}
+    {%- for row in result.rows -%}
+        {%- if row[1] not in seen -%}
+            {%- do seen.append(row[1]) -%}
+            {%- do kept.append(row[0]) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(kept) }}
+{%- endmacro %}
+
 {% macro sql_string_list(values) -%}
     [{%- for value in values -%}'{{ value | replace("'", "''") }}'{{ ", " if not loop.last }}{%- endfor -%}]
 {%- endmacro %}
@@ -21,8 +39,10 @@
 {#- FOCUS exports (CSV and Parquet, 1.0 to 1.2) as text columns with every spec column present.
     Missing spec columns are null; extra columns are kept; nothing is typed yet (staging does it). -#}
 {% macro read_focus_exports(relative_dir) -%}
-    {%- set csv_files = landing_files(relative_dir ~ '/**/*.csv') + landing_files(relative_dir ~ '/**/*.csv.gz') -%}
-    {%- set parquet_files = landing_files(relative_dir ~ '/**/*.parquet') -%}
+    {%- set csv_files = distinct_content_files(
+        landing_files(relative_dir ~ '/**/*.csv') + landing_files(relative_dir ~ '/**/*.csv.gz')
+    ) -%}
+    {%- set parquet_files = distinct_content_files(landing_files(relative_dir ~ '/**/*.parquet')) -%}
     select
         {% for column in focus_columns() -%}
         cast(null as varchar) as "{{ column }}",
