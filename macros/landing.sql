@@ -15,21 +15,64 @@
 {%- endmacro %}
 
 {#- Files with distinct bytes: a file landed twice (same content under another name, a re-sent export)
-    is read once, the first by name. stg_landing__files lists what was skipped and why. -#}
+    is read once, the first by name; empty files hold no lines and are skipped. stg_landing__files lists
+    every file and which one a duplicate repeats. A text file that is not UTF-8 stops the build with the
+    file's name (DuckDB reads CSV as UTF-8; converting silently could change money). -#}
 {% macro distinct_content_files(files) -%}
     {%- if not files -%}{{ return([]) }}{%- endif -%}
     {%- set result = run_query(
-        "select filename, md5(content) as content_md5 from read_blob(" ~ sql_string_list(files) ~ ") order by filename"
+        "select filename, md5(content) as content_md5, size,"
+        ~ " filename not like '%.gz' and filename not like '%.parquet' and try(decode(content)) is null as is_not_utf8"
+        ~ " from read_blob(" ~ sql_string_list(files) ~ ") order by filename"
     ) -%}
     {%- set seen = [] -%}
     {%- set kept = [] -%}
+    {%- set not_utf8 = [] -%}
     {%- for row in result.rows -%}
-        {%- if row[1] not in seen -%}
+        {%- if row[3] and row[2] > 0 -%}
+            {%- do not_utf8.append(row[0]) -%}
+        {%- elif row[2] > 0 and row[1] not in seen -%}
             {%- do seen.append(row[1]) -%}
             {%- do kept.append(row[0]) -%}
         {%- endif -%}
     {%- endfor -%}
+    {%- if not_utf8 -%}
+        {{ exceptions.raise_compiler_error(
+            "These landed files are not UTF-8 encoded: " ~ not_utf8 | join(", ")
+            ~ ". Re-export them as UTF-8 (or convert, e.g. iconv -f latin1 -t utf-8 in.csv > out.csv)."
+        ) }}
+    {%- endif -%}
     {{ return(kept) }}
+{%- endmacro %}
+
+{#- Stop the build with a clear message when a FOCUS file lacks a column the warehouse needs. -#}
+{% macro check_focus_columns(csv_files, parquet_files) -%}
+    {%- set required = ['BilledCost', 'EffectiveCost', 'BillingCurrency', 'BillingPeriodStart',
+                        'ChargePeriodStart', 'ChargePeriodEnd'] -%}
+    {%- set problems = [] -%}
+    {%- for file in csv_files + parquet_files -%}
+        {%- if file in parquet_files -%}
+            {%- set query = "describe select * from read_parquet('" ~ file | replace("'", "''") ~ "')" -%}
+        {%- else -%}
+            {%- set query = "describe select * from read_csv('" ~ file | replace("'", "''")
+                ~ "', header = true, all_varchar = true)" -%}
+        {%- endif -%}
+        {%- set found = run_query(query).columns[0].values() | map('lower') | list -%}
+        {%- set missing = [] -%}
+        {%- for column in required if column | lower not in found -%}
+            {%- do missing.append(column) -%}
+        {%- endfor -%}
+        {%- if missing -%}
+            {%- do problems.append(file ~ ": missing " ~ missing | join(", ") ~ " (found: "
+                ~ found[:12] | join(", ") ~ (", ..." if found | length > 12 else "") ~ ")") -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if problems -%}
+        {{ exceptions.raise_compiler_error(
+            "FOCUS export(s) without the columns the warehouse needs (renamed or not a FOCUS file?):\n  "
+            ~ problems | join("\n  ")
+        ) }}
+    {%- endif -%}
 {%- endmacro %}
 
 {% macro sql_string_list(values) -%}
@@ -43,6 +86,7 @@
         landing_files(relative_dir ~ '/**/*.csv') + landing_files(relative_dir ~ '/**/*.csv.gz')
     ) -%}
     {%- set parquet_files = distinct_content_files(landing_files(relative_dir ~ '/**/*.parquet')) -%}
+    {%- do check_focus_columns(csv_files, parquet_files) -%}
     select
         {% for column in focus_columns() -%}
         cast(null as varchar) as "{{ column }}",

@@ -1,5 +1,6 @@
 -- Does the allocation add back up to the bill? One row per provider, billing account, billing month,
--- invoice and currency: the bill's totals, the allocated totals, and the residual (must be exactly 0).
+-- invoice and currency: the bill's totals (every line whose money parses), the allocated totals, the
+-- quarantined bucket, and the residual = bill - allocated - quarantined (must be exactly 0).
 with
 
 charges as (
@@ -22,10 +23,15 @@ bill as (
         billing_period_start,
         invoice_id,
         coalesce(billing_currency, '') as billing_currency,
-        count(*) as bill_line_count,
-        count(case when quarantine_reason is not null then 1 end) as quarantined_line_count,
-        sum(case when quarantine_reason is null then billed_cost end) as billed_cost,
-        sum(case when quarantine_reason is null then effective_cost end) as effective_cost
+        count(case when not is_superseded then 1 end) as bill_line_count,
+        count(case when quarantine_reason is not null and not is_superseded then 1 end) as quarantined_line_count,
+        count(case when is_superseded then 1 end) as superseded_line_count,
+        sum(case when not is_superseded then billed_cost end) as billed_cost,
+        sum(case when not is_superseded then effective_cost end) as effective_cost,
+        sum(case when quarantine_reason is not null and not is_superseded then billed_cost end)
+            as quarantined_billed_cost,
+        sum(case when quarantine_reason is not null and not is_superseded then effective_cost end)
+            as quarantined_effective_cost
     from charges
     group by 1, 2, 3, 4, 5
 
@@ -66,20 +72,29 @@ final as (
         coalesce(bill.billing_currency, allocated.billing_currency) as billing_currency,
         coalesce(bill.bill_line_count, 0) as bill_line_count,
         coalesce(bill.quarantined_line_count, 0) as quarantined_line_count,
+        coalesce(bill.superseded_line_count, 0) as superseded_line_count,
         coalesce(allocated.allocated_line_count, 0) as allocated_line_count,
         coalesce(allocated.allocation_row_count, 0) as allocation_row_count,
         cast(coalesce(bill.billed_cost, 0) as {{ money_type() }}) as billed_cost,
         cast(coalesce(allocated.billed_cost, 0) as {{ money_type() }}) as allocated_billed_cost,
-        cast(coalesce(bill.billed_cost, 0) - coalesce(allocated.billed_cost, 0) as {{ money_type() }})
-            as billed_residual,
+        cast(coalesce(bill.quarantined_billed_cost, 0) as {{ money_type() }}) as quarantined_billed_cost,
+        cast(
+            coalesce(bill.billed_cost, 0) - coalesce(allocated.billed_cost, 0)
+            - coalesce(bill.quarantined_billed_cost, 0) as {{ money_type() }}
+        ) as billed_residual,
         cast(coalesce(bill.effective_cost, 0) as {{ money_type() }}) as effective_cost,
         cast(coalesce(allocated.effective_cost, 0) as {{ money_type() }}) as allocated_effective_cost,
-        cast(coalesce(bill.effective_cost, 0) - coalesce(allocated.effective_cost, 0) as {{ money_type() }})
-            as effective_residual,
+        cast(coalesce(bill.quarantined_effective_cost, 0) as {{ money_type() }}) as quarantined_effective_cost,
+        cast(
+            coalesce(bill.effective_cost, 0) - coalesce(allocated.effective_cost, 0)
+            - coalesce(bill.quarantined_effective_cost, 0) as {{ money_type() }}
+        ) as effective_residual,
         cast(coalesce(allocated.idle_billed_cost, 0) as {{ money_type() }}) as idle_billed_cost,
         cast(coalesce(allocated.unallocated_billed_cost, 0) as {{ money_type() }}) as unallocated_billed_cost,
-        coalesce(bill.billed_cost, 0) = coalesce(allocated.billed_cost, 0)
-        and coalesce(bill.effective_cost, 0) = coalesce(allocated.effective_cost, 0) as is_reconciled,
+        coalesce(bill.billed_cost, 0)
+        = coalesce(allocated.billed_cost, 0) + coalesce(bill.quarantined_billed_cost, 0)
+        and coalesce(bill.effective_cost, 0)
+        = coalesce(allocated.effective_cost, 0) + coalesce(bill.quarantined_effective_cost, 0) as is_reconciled,
         coalesce(bill.billing_period_start, allocated.billing_period_start) as billing_period_start
     from bill
     full outer join allocated

@@ -24,7 +24,7 @@ pivoted as (
         max(case when metric_name = 'DCGM_FI_DEV_FB_USED' then sample_value end) as fb_used_mib,
         max(case when metric_name = 'DCGM_FI_DEV_POWER_USAGE' then sample_value end) as power_usage_watts
     from source
-    where gpu_uuid is not null
+    where quarantine_reason is null
     group by 1, 2, 3, 4, 5, 6, 7, 8, 9
 
 ),

@@ -77,8 +77,21 @@ identified as (
         *,
         content_hash || '-' || cast(row_number() over (
             partition by content_hash order by source_file, source_row_number
-        ) as varchar) as charge_id
+        ) as varchar) as charge_id,
+        -- a delivery is a folder: a month landed again in another folder (a restated export) replaces it
+        regexp_replace(replace(source_file, '\\', '/'), '/[^/]*$', '') as delivery_folder
     from parsed
+
+),
+
+deliveries as (
+
+    select
+        *,
+        max(delivery_folder) over (
+            partition by provider_name, billing_account_id, billing_period_start_at
+        ) as latest_delivery_folder
+    from identified
 
 ),
 
@@ -121,7 +134,14 @@ final as (
         pricing_quantity,
         billed_cost_raw,
         effective_cost_raw,
+        delivery_folder <> latest_delivery_folder as is_superseded,
         case
+            when delivery_folder <> latest_delivery_folder
+                then 'superseded_by_redelivery: ' || latest_delivery_folder
+            when regexp_matches(trim(billed_cost_raw), '\.[0-9]{19,}')
+                then 'BilledCost has more than 18 decimal places: ' || billed_cost_raw
+            when regexp_matches(trim(effective_cost_raw), '\.[0-9]{19,}')
+                then 'EffectiveCost has more than 18 decimal places: ' || effective_cost_raw
             when billed_cost is null then 'unparseable BilledCost: ' || coalesce(billed_cost_raw, '<null>')
             when effective_cost is null then 'unparseable EffectiveCost: ' || coalesce(effective_cost_raw, '<null>')
             when billing_currency is null or not regexp_matches(billing_currency, '^[A-Z]{3}$')
@@ -139,9 +159,10 @@ final as (
         billing_period_end_at,
         charge_period_start_at,
         charge_period_end_at,
+        delivery_folder,
         source_file,
         source_row_number
-    from identified
+    from deliveries
 
 )
 

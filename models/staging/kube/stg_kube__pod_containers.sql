@@ -4,7 +4,7 @@ with
 source as (
 
     select * from {{ ref('base_kube__samples') }}
-    where metric_name = 'kube_pod_container_info'
+    where metric_name = 'kube_pod_container_info' and quarantine_reason is null
 
 ),
 

@@ -5,7 +5,9 @@ with
 source as (
 
     select * from {{ ref('base_kube__samples') }}
-    where metric_name in ('kube_pod_info', 'kube_pod_start_time', 'kube_pod_completion_time')
+    where
+        metric_name in ('kube_pod_info', 'kube_pod_start_time', 'kube_pod_completion_time')
+        and quarantine_reason is null
 
 ),
 

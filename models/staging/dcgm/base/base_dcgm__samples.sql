@@ -9,7 +9,7 @@ source as (
 
 ),
 
-final as (
+labelled as (
 
     select
         {{ prom_label('__name__') }} as metric_name,
@@ -28,8 +28,30 @@ final as (
         {{ prom_label('container') }} as container,
         cast(round(sampled_epoch) as bigint) as sampled_epoch,
         try_cast(sample_value as double) as sample_value,
+        sample_value as sample_value_raw,
         filename as source_file
     from source
+
+),
+
+final as (
+
+    select
+        *,
+        case
+            when gpu_uuid is null then 'GPU series without a UUID label'
+            when node_name is null then 'GPU series with no node (no Hostname / hostname label)'
+            when sample_value is null or isnan(sample_value) or isinf(sample_value)
+                then 'non-numeric sample value: ' || coalesce(sample_value_raw, '<null>')
+            when sampled_epoch < {{ var('gpucost_min_epoch') }} or sampled_epoch > {{ var('gpucost_max_epoch') }}
+                then 'timestamp out of range: ' || cast(sampled_epoch as varchar)
+            when sample_value < 0 then 'negative value: ' || sample_value_raw
+            when metric_name = 'DCGM_FI_DEV_GPU_UTIL' and sample_value > 100
+                then 'GPU_UTIL above 100: ' || sample_value_raw
+            when metric_name = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE' and sample_value > 1
+                then 'PROF_GR_ENGINE_ACTIVE above 1: ' || sample_value_raw
+        end as quarantine_reason
+    from labelled
 
 )
 

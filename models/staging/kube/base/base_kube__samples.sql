@@ -17,7 +17,17 @@ final as (
         labels,
         cast(round(sampled_epoch) as bigint) as sampled_epoch,
         sample_value,
-        filename as source_file
+        filename as source_file,
+        case
+            when try_cast(sample_value as double) is null
+                or isnan(try_cast(sample_value as double))
+                or isinf(try_cast(sample_value as double))
+                then 'non-numeric sample value: ' || coalesce(sample_value, '<null>')
+            when try_cast(sample_value as double) < 0 then 'negative value: ' || sample_value
+            when cast(round(sampled_epoch) as bigint) < {{ var('gpucost_min_epoch') }}
+                or cast(round(sampled_epoch) as bigint) > {{ var('gpucost_max_epoch') }}
+                then 'timestamp out of range: ' || cast(sampled_epoch as varchar)
+        end as quarantine_reason
     from source
 
 )

@@ -1,0 +1,114 @@
+-- Everything that could not be used, and why: bill lines one by one (with their money when it parses),
+-- telemetry samples grouped by file, metric and reason. Nothing is dropped without a row here.
+with
+
+charges as (
+
+    select * from {{ ref('stg_focus__charges') }}
+    where quarantine_reason is not null
+
+),
+
+dcgm_samples as (
+
+    select * from {{ ref('base_dcgm__samples') }}
+    where quarantine_reason is not null
+
+),
+
+kube_samples as (
+
+    select * from {{ ref('base_kube__samples') }}
+    where quarantine_reason is not null
+
+),
+
+bill_lines as (
+
+    select
+        'billing/focus' as source_kind,
+        source_file,
+        source_row_number,
+        cast(null as varchar) as metric_name,
+        quarantine_reason,
+        cast(1 as bigint) as record_count,
+        coalesce(billed_cost_raw, '<null>') as example_value,
+        billed_cost,
+        effective_cost,
+        billing_currency,
+        billing_period_start
+    from charges
+
+),
+
+dcgm as (
+
+    select
+        'metrics/dcgm' as source_kind,
+        source_file,
+        cast(null as bigint) as source_row_number,
+        metric_name,
+        quarantine_reason,
+        count(*) as record_count,
+        min(coalesce(sample_value_raw, '<null>')) as example_value,
+        cast(null as {{ money_type() }}) as billed_cost,
+        cast(null as {{ money_type() }}) as effective_cost,
+        cast(null as varchar) as billing_currency,
+        cast(null as date) as billing_period_start
+    from dcgm_samples
+    group by 2, 4, 5
+
+),
+
+kube as (
+
+    select
+        'metrics/kube' as source_kind,
+        source_file,
+        cast(null as bigint) as source_row_number,
+        metric_name,
+        quarantine_reason,
+        count(*) as record_count,
+        min(coalesce(sample_value, '<null>')) as example_value,
+        cast(null as {{ money_type() }}) as billed_cost,
+        cast(null as {{ money_type() }}) as effective_cost,
+        cast(null as varchar) as billing_currency,
+        cast(null as date) as billing_period_start
+    from kube_samples
+    group by 2, 4, 5
+
+),
+
+unioned as (
+
+    select * from bill_lines
+    union all
+    select * from dcgm
+    union all
+    select * from kube
+
+),
+
+final as (
+
+    select
+        md5(
+            source_kind || '|' || source_file || '|' || coalesce(cast(source_row_number as varchar), '')
+            || '|' || coalesce(metric_name, '') || '|' || quarantine_reason
+        ) as quarantine_id,
+        source_kind,
+        source_file,
+        source_row_number,
+        metric_name,
+        quarantine_reason,
+        record_count,
+        example_value,
+        billed_cost,
+        effective_cost,
+        billing_currency,
+        billing_period_start
+    from unioned
+
+)
+
+select * from final
