@@ -2,18 +2,37 @@
     Within each partition the rounded amounts add up exactly to the partition's exact total rounded to
     cents (half away from zero): each amount is floored to cents, then the missing cents go one each to
     the amounts with the largest dropped fraction, ties broken by `tie_break` (a deterministic order).
-    Use it over a CTE; returns the rounded value as cents_type(). -#}
+    Whole units and the fraction are handled apart so that DECIMAL(38, 18) amounts up to 1e20 never
+    overflow (x * 100 would need 39 digits). Use it over a CTE; returns the rounded value as cents_type(). -#}
+{% macro floor_cents(amount) -%}
+    (cast(trunc({{ amount }}) as decimal(38, 0)) * 100 + floor(({{ amount }} - trunc({{ amount }})) * 100))
+{%- endmacro %}
+
+{#- The dropped fraction of a cent, in [0, 1). -#}
+{% macro cent_fraction(amount) -%}
+    (({{ amount }} - trunc({{ amount }})) * 100 - floor(({{ amount }} - trunc({{ amount }})) * 100))
+{%- endmacro %}
+
+{#- Whole cents nearest to an amount, halves away from zero (like round(x, 2), without overflow). -#}
+{% macro round_half_away_cents(amount) -%}
+    ({{ floor_cents(amount) }} + case
+        when {{ amount }} >= 0 and {{ cent_fraction(amount) }} >= 0.5 then 1
+        when {{ amount }} < 0 and {{ cent_fraction(amount) }} > 0.5 then 1
+        else 0
+    end)
+{%- endmacro %}
+
 {% macro largest_remainder_cents(amount, partition_by, tie_break) -%}
     cast((
-        floor({{ amount }} * 100)
+        {{ floor_cents(amount) }}
         + case
             when row_number() over (
                 partition by {{ partition_by }}
-                order by {{ amount }} * 100 - floor({{ amount }} * 100) desc, {{ tie_break }}
-            ) <= round(sum({{ amount }}) over (partition by {{ partition_by }}), 2) * 100
-                - sum(floor({{ amount }} * 100)) over (partition by {{ partition_by }})
+                order by {{ cent_fraction(amount) }} desc, {{ tie_break }}
+            ) <= {{ round_half_away_cents('sum(' ~ amount ~ ') over (partition by ' ~ partition_by ~ ')') }}
+                - sum({{ floor_cents(amount) }}) over (partition by {{ partition_by }})
                 then 1
             else 0
         end
-    ) / 100 as {{ cents_type() }})
+    ) * cast(0.01 as decimal(3, 2)) as {{ cents_type() }})
 {%- endmacro %}

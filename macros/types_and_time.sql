@@ -6,7 +6,7 @@
 {% macro default__money_type() -%}decimal(38, 18){%- endmacro %}
 
 {#- Cents, once rounded for statements. -#}
-{% macro cents_type() -%}decimal(18, 2){%- endmacro %}
+{% macro cents_type() -%}decimal(38, 2){%- endmacro %}
 
 {#- Unix epoch seconds of a timestamp, as bigint (portable; not dbt.datediff, whose 'hour' differs by engine). -#}
 {% macro epoch_seconds(ts) -%}

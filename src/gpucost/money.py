@@ -8,7 +8,7 @@ for any value DuckDB can hold in that type; nothing is ever a float.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import TypeVar
 
 MONEY_SCALE = 18
@@ -18,6 +18,8 @@ UNIT = 10**MONEY_SCALE
 """How many integer units make one currency unit (also 'ratio 1.0' in ratio units)."""
 
 _QUANTUM = Decimal(1).scaleb(-MONEY_SCALE)
+# DECIMAL(38, 18) needs 38 significant digits; Python's default context keeps 28.
+_CONTEXT = Context(prec=80)
 
 K = TypeVar("K", bound=Hashable)
 
@@ -31,7 +33,7 @@ def to_units(amount: Decimal | int | str) -> int:
     value = Decimal(amount)
     if not value.is_finite():
         raise ValueError(f"money amount is not finite: {amount!r}")
-    scaled = value.scaleb(MONEY_SCALE)
+    scaled = value.scaleb(MONEY_SCALE, context=_CONTEXT)
     if scaled != scaled.to_integral_value():
         raise ValueError(f"money amount has more than {MONEY_SCALE} decimal places: {amount!r}")
     return int(scaled)
@@ -39,7 +41,7 @@ def to_units(amount: Decimal | int | str) -> int:
 
 def from_units(units: int) -> Decimal:
     """Turn integer 1e-18 units back into a ``Decimal`` with exactly 18 places."""
-    return Decimal(units).scaleb(-MONEY_SCALE).quantize(_QUANTUM)
+    return Decimal(units).scaleb(-MONEY_SCALE, context=_CONTEXT).quantize(_QUANTUM, context=_CONTEXT)
 
 
 def split_exact(amount: int, weights: Mapping[K, int]) -> dict[K, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import os
 import shutil
 import subprocess
@@ -11,6 +12,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
+
+# Tests add up DECIMAL(38, 18) amounts with Python's Decimal: give it the 38+ digits they need
+# (the default context keeps 28 and would round the test's own sums, not the code under test).
+decimal.getcontext().prec = 80
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 SHARED_DATA = PROJECT_DIR.parent / "shared" / "data"

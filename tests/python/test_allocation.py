@@ -182,7 +182,7 @@ def test_shared_uses_the_narrowest_scope_with_owners():
 
 # --- invariants ----------------------------------------------------------------------------------
 
-money = st.decimals(min_value=-(10**9), max_value=10**9, places=10, allow_nan=False)
+money = st.decimals(min_value=-(10**19), max_value=10**19, places=18, allow_nan=False)
 workload_ids = st.sampled_from([f"w{i}" for i in range(12)])
 
 

@@ -30,6 +30,12 @@ def test_units_round_trip_is_exact():
     assert to_units("1e-18") == 1
 
 
+def test_round_trip_holds_for_the_largest_decimal_38_18():
+    largest = Decimal("99999999999999999999.999999999999999999")
+    assert from_units(to_units(largest)) == largest
+    assert from_units(-to_units(largest)) == -largest
+
+
 def test_to_units_refuses_what_it_cannot_hold_exactly():
     with pytest.raises(ValueError, match="more than 18 decimal places"):
         to_units("0.0000000000000000001")

@@ -1,0 +1,452 @@
+"""The bad-input battery: every malformed input ends in an exact, explained outcome.
+
+Each case lands beside a small generated month and asserts what happens to it: a clear build error
+naming the file, or a quarantine row with the reason, or the exact allocation; and in every build
+that succeeds, the bill still reconciles to the cent (bill = allocated + quarantined).
+Cases that only add rows share one build (grouped below) to keep the suite fast.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from tests.python.conftest import Warehouse, run_dbt
+
+pytestmark = pytest.mark.warehouse
+
+D = Decimal
+FOCUS_HEADER = [
+    "BillingAccountId", "BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd",
+    "ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory", "ChargeDescription", "ProviderName",
+    "ServiceName", "ServiceCategory", "ResourceId", "BilledCost", "EffectiveCost", "InvoiceId", "Tags",
+]  # fmt: skip
+
+
+def line(case: str, **overrides: str) -> dict[str, str]:
+    row = {
+        "BillingAccountId": f"case-{case}",
+        "BillingCurrency": "USD",
+        "BillingPeriodStart": "2026-10-01T00:00:00Z",
+        "BillingPeriodEnd": "2026-11-01T00:00:00Z",
+        "ChargePeriodStart": "2026-10-01T05:00:00Z",
+        "ChargePeriodEnd": "2026-10-01T06:00:00Z",
+        "ChargeCategory": "Usage",
+        "ChargeDescription": "EBS gp3 volume",
+        "ProviderName": "AWS",
+        "ServiceName": "Amazon Elastic Block Store",
+        "ServiceCategory": "Storage",
+        "ResourceId": f"vol-{case}",
+        "BilledCost": "1.00",
+        "EffectiveCost": "1.00",
+        "InvoiceId": "INV-CASES",
+        "Tags": "",
+    }
+    row.update(overrides)
+    return row
+
+
+def write_focus(path: Path, rows: list[dict[str, str]], header: list[str] | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = header or FOCUS_HEADER
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=header, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_month(tmp_path_factory) -> Path:
+    from gpucost.generator import generate_month
+
+    landing = tmp_path_factory.mktemp("tiny") / "landing"
+    generate_month(landing, seed=11, nodes=2, days=1, step_seconds=900, clusters=1)
+    return landing
+
+
+def landing_copy(tiny_month: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "landing"
+    shutil.copytree(tiny_month, target)
+    return target
+
+
+def build(landing: Path, work: Path, *extra: str):
+    work.mkdir(parents=True, exist_ok=True)
+    warehouse = Warehouse(landing=landing, path=work / "w.duckdb", work=work)
+    return warehouse, run_dbt(landing, warehouse.path, work, "build", *extra)
+
+
+def month_folder(landing: Path) -> Path:
+    return landing / "billing" / "focus" / "2026-10"
+
+
+# --- bill rows: one build, many cases ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bill_cases(tiny_month, tmp_path_factory) -> Warehouse:
+    tmp = tmp_path_factory.mktemp("bill_cases")
+    landing = landing_copy(tiny_month, tmp)
+    folder = month_folder(landing)
+    with (landing / "reference" / "org_mapping.csv").open(encoding="utf-8") as handle:
+        known_project = next(csv.DictReader(handle))["project_id"]
+    cases = {
+        "abc": [line("abc", BilledCost="abc")],
+        "empty": [line("empty", BilledCost="")],
+        "nan": [line("nan", BilledCost="NaN", EffectiveCost="NaN")],
+        "inf": [line("inf", BilledCost="Inf", EffectiveCost="-Infinity")],
+        "dash": [line("dash", EffectiveCost="-")],
+        "sci": [line("sci", BilledCost="1.5E-3", EffectiveCost="2e-4")],
+        "dec18": [line("dec18", BilledCost="0.123456789012345678", EffectiveCost="0.123456789012345678")],
+        "dec19": [line("dec19", BilledCost="0.1234567890123456789")],
+        "huge": [line("huge", BilledCost="12345678901234567890.5", EffectiveCost="12345678901234567890.5")],
+        "overflow": [line("overflow", BilledCost="1e21", EffectiveCost="1e21")],
+        "nozone": [line("nozone", ChargePeriodStart="2026-10-01 05:00:00", ChargePeriodEnd="2026-10-01 06:00:00")],
+        "offset": [line("offset", ChargePeriodStart="2026-10-01T07:00:00+02:00", ChargePeriodEnd="2026-10-01T08:00:00+02:00")],
+        "hour30": [line("hour30", ChargePeriodStart="2026-10-01T30:00:00Z", BilledCost="2.50", EffectiveCost="2.50")],
+        "backwards": [line("backwards", ChargePeriodStart="2026-10-01T06:00:00Z", ChargePeriodEnd="2026-10-01T05:00:00Z")],
+        "dst": [line("dst", ChargePeriodStart="2026-03-29T01:00:00+01:00", ChargePeriodEnd="2026-03-29T03:00:00+02:00")],
+        "badccy": [line("badccy", BillingCurrency="US$")],
+        "eur": [line("eur", BillingCurrency="EUR", BilledCost="7.77", EffectiveCost="7.00")],
+        "lowerccy": [line("lowerccy", BillingCurrency="usd")],
+        "case": [line("case", Tags=json.dumps({"project_id": known_project.upper()}))],
+        "sqli": [line("sqli", Tags=json.dumps({"project_id": "x'); drop table marts.fct_cost_allocation; --"}))],
+        "jinja": [line("jinja", Tags=json.dumps({"project_id": "{{ var('gpucost_idle_policy') }}"}))],
+        "newline": [line("newline", Tags=json.dumps({"project_id": "multi\nline \"quoted\""}))],
+        "notjson": [line("notjson", Tags="project_id=foo")],
+        "dupes": [line("dupes", BilledCost="3.33"), line("dupes", BilledCost="3.33")],
+        "refund": [line("refund", ChargeCategory="Credit", BilledCost="-5.55", EffectiveCost="-5.55")],
+        "overlap": [
+            line("overlap", ChargePeriodStart="2026-10-01T05:00:00Z", ChargePeriodEnd="2026-10-01T07:00:00Z"),
+            line("overlap", ChargePeriodStart="2026-10-01T06:00:00Z", ChargePeriodEnd="2026-10-01T08:00:00Z"),
+        ],
+    }
+    for name, rows in cases.items():
+        write_focus(folder / f"case_{name}.csv", rows)
+    # schema drift that must load: an extra column, and optional columns missing
+    write_focus(
+        folder / "case_extra.csv",
+        [line("extra") | {"x_Custom": "hello"}],
+        header=[*FOCUS_HEADER, "x_Custom"],
+    )
+    write_focus(
+        folder / "case_minimal.csv",
+        [line("minimal")],
+        header=[c for c in FOCUS_HEADER if c not in ("Tags", "InvoiceId", "ServiceName")],
+    )
+    # encodings and dialects that must load: a UTF-8 BOM, a semicolon delimiter
+    bom = folder / "case_bom.csv"
+    write_focus(bom, [line("bom")])
+    bom.write_bytes(b"\xef\xbb\xbf" + bom.read_bytes())
+    semi = folder / "case_semicolon.csv"
+    rows = [FOCUS_HEADER, [line("semicolon")[c] for c in FOCUS_HEADER]]
+    semi.write_text("\n".join(";".join(r) for r in rows) + "\n", encoding="utf-8")
+    # an empty file (0 bytes) holds no lines and is skipped
+    (folder / "case_zero_bytes.csv").write_bytes(b"")
+    # the same bill file landed twice under another name is read once
+    original = sorted(folder.glob("focus_export_*.csv"))[0]
+    shutil.copyfile(original, folder / "resent_copy_of_export.csv")
+
+    warehouse, result = build(landing, tmp / "work")
+    assert result.returncode == 0, result.stdout[-6000:]
+    return warehouse
+
+
+def quarantine_reasons(warehouse: Warehouse, case: str) -> list[str]:
+    rows = warehouse.sql(
+        "select quarantine_reason from marts.rpt_quarantine"
+        f" where source_file like '%case_{case}.csv' order by source_row_number"
+    )
+    return [reason for (reason,) in rows]
+
+
+def allocated(warehouse: Warehouse, case: str) -> tuple[Decimal, Decimal, int]:
+    ((billed, effective, rows),) = warehouse.sql(
+        "select sum(billed_cost), sum(effective_cost), count(distinct charge_id)"
+        f" from marts.fct_cost_allocation where billing_account_id = 'case-{case}'"
+    )
+    return billed, effective, rows
+
+
+def reasons_of(warehouse: Warehouse, case: str) -> set[str]:
+    rows = warehouse.sql(
+        "select distinct unallocated_reason from marts.fct_cost_allocation"
+        f" where billing_account_id = 'case-{case}' and unallocated_reason is not null"
+    )
+    return {reason for (reason,) in rows}
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        ("abc", "unparseable BilledCost: abc"),
+        ("empty", "unparseable BilledCost: <null>"),
+        ("nan", "unparseable BilledCost: NaN"),
+        ("inf", "unparseable BilledCost: Inf"),
+        ("dash", "unparseable EffectiveCost: -"),
+        ("dec19", "BilledCost has more than 18 decimal places: 0.1234567890123456789"),
+        ("overflow", "unparseable BilledCost: 1e21"),
+        ("badccy", "invalid BillingCurrency"),
+    ],
+)
+def test_unusable_money_is_quarantined_with_its_reason(bill_cases, case, reason):
+    assert quarantine_reasons(bill_cases, case) == [reason]
+    assert allocated(bill_cases, case)[2] == 0  # not allocated, and not lost: it is in quarantine
+
+
+@pytest.mark.parametrize(
+    ("case", "billed", "effective"),
+    [
+        ("sci", "0.0015", "0.0002"),
+        ("dec18", "0.123456789012345678", "0.123456789012345678"),
+        ("huge", "12345678901234567890.5", "12345678901234567890.5"),
+        ("lowerccy", "1.00", "1.00"),
+        ("dupes", "6.66", "2.00"),  # two identical lines are two charges
+        ("refund", "-5.55", "-5.55"),
+        ("overlap", "2.00", "2.00"),
+        ("extra", "1.00", "1.00"),
+        ("minimal", "1.00", "1.00"),
+        ("bom", "1.00", "1.00"),
+        ("semicolon", "1.00", "1.00"),
+    ],
+)
+def test_odd_but_valid_money_is_allocated_exactly(bill_cases, case, billed, effective):
+    got_billed, got_effective, _ = allocated(bill_cases, case)
+    assert (got_billed, got_effective) == (D(billed), D(effective))
+
+
+def test_refund_shares_are_never_positive(bill_cases):
+    ((positive,),) = bill_cases.sql(
+        "select count(*) from marts.fct_cost_allocation"
+        " where billing_account_id = 'case-refund' and billed_cost > 0"
+    )
+    assert positive == 0
+
+
+@pytest.mark.parametrize("case", ["nozone", "offset"])
+def test_timestamps_without_zone_are_utc_and_offsets_are_converted(bill_cases, case):
+    rows = bill_cases.sql(
+        "select distinct cast(charge_period_start_at as varchar) from marts.fct_cost_allocation"
+        f" where billing_account_id = 'case-{case}'"
+    )
+    assert rows == [("2026-10-01 05:00:00",)]
+
+
+def test_a_dst_day_period_is_one_real_hour(bill_cases):
+    rows = bill_cases.sql(
+        "select distinct cast(charge_period_start_at as varchar), cast(charge_period_end_at as varchar)"
+        " from marts.fct_cost_allocation where billing_account_id = 'case-dst'"
+    )
+    assert rows == [("2026-03-29 00:00:00", "2026-03-29 01:00:00")]
+
+
+@pytest.mark.parametrize(
+    ("case", "reason_prefix"),
+    [
+        ("hour30", "invalid_charge_period: 2026-10-01T30:00:00Z"),
+        ("backwards", "invalid_charge_period: end not after start"),
+    ],
+)
+def test_impossible_periods_keep_their_money_as_unallocated(bill_cases, case, reason_prefix):
+    (reason,) = reasons_of(bill_cases, case)
+    assert reason.startswith(reason_prefix)
+    billed, _, lines = allocated(bill_cases, case)
+    assert lines == 1 and billed == (D("2.50") if case == "hour30" else D("1.00"))
+
+
+def test_a_project_id_in_another_case_is_the_same_project(bill_cases):
+    rows = bill_cases.sql(
+        "select allocation_kind, project_id = lower(project_id) from marts.fct_cost_allocation"
+        " where billing_account_id = 'case-case'"
+    )
+    assert rows == [("direct", True)]
+
+
+@pytest.mark.parametrize(
+    ("case", "value"),
+    [
+        ("sqli", "x'); drop table marts.fct_cost_allocation; --"),
+        ("jinja", "{{ var('gpucost_idle_policy') }}"),
+        ("newline", 'multi\nline "quoted"'),
+    ],
+)
+def test_hostile_tag_values_are_data_not_code(bill_cases, case, value):
+    # unknown project ids (an org mapping exists): kept verbatim in the reason, never executed
+    assert reasons_of(bill_cases, case) == {f"unknown_project_tag: {value}"}
+    assert bill_cases.sql("select count(*) from marts.fct_cost_allocation")[0][0] > 0
+
+
+def test_tags_that_are_not_json_count_as_untagged(bill_cases):
+    kinds = bill_cases.sql(
+        "select distinct line_class from marts.fct_cost_allocation where billing_account_id = 'case-notjson'"
+    )
+    assert kinds == [("shared",)]
+
+
+def test_currencies_are_never_mixed(bill_cases):
+    rows = bill_cases.sql(
+        "select billing_currency, billed_cost, is_reconciled from marts.rpt_reconciliation"
+        " where billing_account_id = 'case-eur'"
+    )
+    assert rows == [("EUR", D("7.77"), True)]
+    ((eur_statements,),) = bill_cases.sql(
+        "select sum(billed_cost) from marts.fct_chargeback_monthly where billing_currency = 'EUR'"
+    )
+    assert eur_statements == D("7.77")
+
+
+def test_a_duplicate_file_and_an_empty_file_change_nothing(bill_cases, generated_month):
+    files = dict(
+        bill_cases.sql(
+            "select regexp_extract(source_file, '[^/]+$'), duplicate_of_file from staging.stg_landing__files"
+            " where source_kind = 'billing/focus'"
+        )
+    )
+    assert files["resent_copy_of_export.csv"] is None  # sorts first, so it is the one read
+    original = next(name for name in files if name.startswith("focus_export_"))
+    assert files[original].endswith("resent_copy_of_export.csv")
+    ((lines,),) = bill_cases.sql(
+        "select count(*) from staging.stg_focus__charges where source_file like '%focus_export_%'"
+        " or source_file like '%resent_copy%'"
+    )
+    with next(month_folder(bill_cases.landing).glob("focus_export_*.csv")).open() as handle:
+        assert lines == sum(1 for _ in handle) - 1
+
+
+def test_every_case_build_still_reconciles(bill_cases):
+    rows = bill_cases.sql(
+        "select billing_account_id, billed_residual, effective_residual from marts.rpt_reconciliation"
+        " where not is_reconciled"
+    )
+    assert rows == []
+    ((quarantined,),) = bill_cases.sql(
+        "select sum(quarantined_line_count) from marts.rpt_reconciliation where billing_account_id like 'case-%'"
+    )
+    assert quarantined == 9  # the eight cases above, plus the unparseable EffectiveCost of 'inf'
+
+
+# --- inputs that must stop the build with a clear message ----------------------------------------
+
+
+def test_a_file_that_is_not_utf8_stops_the_build_naming_it(tiny_month, tmp_path):
+    landing = landing_copy(tiny_month, tmp_path)
+    path = write_focus(month_folder(landing) / "latin1.csv", [line("latin1")])
+    path.write_bytes(path.read_bytes().replace(b"EBS gp3 volume", b"volume caf\xe9"))
+    _, result = build(landing, tmp_path / "work")
+    assert result.returncode != 0
+    assert "not UTF-8 encoded" in result.stdout and "latin1.csv" in result.stdout
+
+
+def test_a_renamed_required_column_stops_the_build_naming_it(tiny_month, tmp_path):
+    landing = landing_copy(tiny_month, tmp_path)
+    header = ["Billed_Cost" if c == "BilledCost" else c for c in FOCUS_HEADER]
+    rows = [{("Billed_Cost" if k == "BilledCost" else k): v for k, v in line("renamed").items()}]
+    write_focus(month_folder(landing) / "renamed.csv", rows, header=header)
+    _, result = build(landing, tmp_path / "work")
+    assert result.returncode != 0
+    assert "renamed.csv: missing BilledCost" in result.stdout
+
+
+def test_truncated_json_stops_the_build_naming_the_file(tiny_month, tmp_path):
+    landing = landing_copy(tiny_month, tmp_path)
+    source = sorted((landing / "metrics" / "dcgm").rglob("DCGM_FI_DEV_GPU_UTIL.json"))[0]
+    source.write_text(source.read_text()[:500])
+    _, result = build(landing, tmp_path / "work")
+    assert result.returncode != 0
+    assert "Malformed JSON" in result.stdout and "DCGM_FI_DEV_GPU_UTIL.json" in result.stdout
+
+
+# --- telemetry: quarantine, dedup, and exact reconciliation --------------------------------------
+
+
+def prom(metric: dict[str, str], values: list[list]) -> dict:
+    return {
+        "status": "success",
+        "data": {"resultType": "matrix", "result": [{"metric": metric, "values": values}]},
+    }
+
+
+@pytest.fixture(scope="module")
+def telemetry_cases(tiny_month, tmp_path_factory) -> tuple[Warehouse, Warehouse]:
+    tmp = tmp_path_factory.mktemp("telemetry_cases")
+    base, result = build(tiny_month, tmp / "base")
+    assert result.returncode == 0, result.stdout[-4000:]
+    landing = landing_copy(tiny_month, tmp)
+    dcgm = sorted((landing / "metrics" / "dcgm").iterdir())[0]  # the cluster folder
+    cases = dcgm / "cases"
+    cases.mkdir()
+    gpu = {
+        "__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "UUID": "GPU-cases-0000",
+        "Hostname": "ghost-node", "modelName": "NVIDIA H100 80GB HBM3",
+    }  # fmt: skip
+    t0 = 1790000000
+    files = {
+        "no_node": prom({k: v for k, v in gpu.items() if k != "Hostname"}, [[t0, "50"]]),
+        "nan_value": prom(gpu, [[t0, "NaN"], [t0 + 60, "+Inf"]]),
+        "util_250": prom(gpu, [[t0, "250"]]),
+        "negative_fb": prom(gpu | {"__name__": "DCGM_FI_DEV_FB_USED"}, [[t0, "-5"]]),
+        "year_1970": prom(gpu, [[60, "10"]]),
+        "ratio_2": prom(gpu | {"__name__": "DCGM_FI_PROF_GR_ENGINE_ACTIVE"}, [[t0, "2.5"]]),
+    }
+    for name, doc in files.items():
+        (cases / f"{name}.json").write_text(json.dumps(doc))
+    # a duplicated scrape: every DCGM and kube file of one day landed twice
+    for kind in ("dcgm", "kube"):
+        for source in sorted((landing / "metrics" / kind).rglob("*.json")):
+            if "cases" not in source.parts:
+                shutil.copyfile(source, source.with_name(source.stem + ".rescrape.json"))
+    kube = sorted((landing / "metrics" / "kube").iterdir())[0]
+    (kube / "negative_request.json").write_text(
+        json.dumps(
+            prom(
+                {
+                    "__name__": "kube_pod_container_resource_requests", "namespace": "x",
+                    "pod": "p", "uid": "u", "node": "n", "resource": "nvidia_com_gpu",
+                    "unit": "integer",
+                },
+                [[t0, "-1"]],
+            )
+        )
+    )  # fmt: skip
+    warehouse, result = build(landing, tmp / "cases")
+    assert result.returncode == 0, result.stdout[-6000:]
+    return base, warehouse
+
+
+@pytest.mark.parametrize(
+    ("file", "reason"),
+    [
+        ("no_node.json", "GPU series with no node (no Hostname / hostname label)"),
+        ("nan_value.json", "non-numeric sample value: +Inf"),
+        ("nan_value.json", "non-numeric sample value: NaN"),
+        ("util_250.json", "GPU_UTIL above 100: 250"),
+        ("negative_fb.json", "negative value: -5"),
+        ("year_1970.json", "timestamp out of range: 60"),
+        ("ratio_2.json", "PROF_GR_ENGINE_ACTIVE above 1: 2.5"),
+        ("negative_request.json", "negative value: -1"),
+    ],
+)
+def test_bad_telemetry_is_quarantined_with_its_reason(telemetry_cases, file, reason):
+    _, cases = telemetry_cases
+    rows = cases.sql(
+        "select quarantine_reason, record_count from marts.rpt_quarantine"
+        f" where source_file like '%/{file}'"
+    )
+    assert (reason, 1) in rows
+
+
+def test_duplicated_scrapes_and_quarantined_samples_change_no_money(telemetry_cases):
+    base, cases = telemetry_cases
+    query = (
+        "select team_id, project_id, allocation_kind, sum(billed_cost), sum(effective_cost)"
+        " from marts.fct_cost_allocation group by all order by all"
+    )
+    assert cases.sql(query) == base.sql(query)
+    usage = "select sum(gpu_ms), sum(used_gpu_ms), sum(requested_gpu_ms) from intermediate.int_gpu_usage_hourly"
+    assert cases.sql(usage) == base.sql(usage)
