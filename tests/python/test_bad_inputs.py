@@ -103,28 +103,82 @@ def bill_cases(tiny_month, tmp_path_factory) -> Warehouse:
         "inf": [line("inf", BilledCost="Inf", EffectiveCost="-Infinity")],
         "dash": [line("dash", EffectiveCost="-")],
         "sci": [line("sci", BilledCost="1.5E-3", EffectiveCost="2e-4")],
-        "dec18": [line("dec18", BilledCost="0.123456789012345678", EffectiveCost="0.123456789012345678")],
+        "dec18": [
+            line("dec18", BilledCost="0.123456789012345678", EffectiveCost="0.123456789012345678")
+        ],
         "dec19": [line("dec19", BilledCost="0.1234567890123456789")],
-        "huge": [line("huge", BilledCost="12345678901234567890.5", EffectiveCost="12345678901234567890.5")],
+        "huge": [
+            line(
+                "huge", BilledCost="12345678901234567890.5", EffectiveCost="12345678901234567890.5"
+            )
+        ],
         "overflow": [line("overflow", BilledCost="1e21", EffectiveCost="1e21")],
-        "nozone": [line("nozone", ChargePeriodStart="2026-10-01 05:00:00", ChargePeriodEnd="2026-10-01 06:00:00")],
-        "offset": [line("offset", ChargePeriodStart="2026-10-01T07:00:00+02:00", ChargePeriodEnd="2026-10-01T08:00:00+02:00")],
-        "hour30": [line("hour30", ChargePeriodStart="2026-10-01T30:00:00Z", BilledCost="2.50", EffectiveCost="2.50")],
-        "backwards": [line("backwards", ChargePeriodStart="2026-10-01T06:00:00Z", ChargePeriodEnd="2026-10-01T05:00:00Z")],
-        "dst": [line("dst", ChargePeriodStart="2026-03-29T01:00:00+01:00", ChargePeriodEnd="2026-03-29T03:00:00+02:00")],
+        "nozone": [
+            line(
+                "nozone",
+                ChargePeriodStart="2026-10-01 05:00:00",
+                ChargePeriodEnd="2026-10-01 06:00:00",
+            )
+        ],
+        "offset": [
+            line(
+                "offset",
+                ChargePeriodStart="2026-10-01T07:00:00+02:00",
+                ChargePeriodEnd="2026-10-01T08:00:00+02:00",
+            )
+        ],
+        "hour30": [
+            line(
+                "hour30",
+                ChargePeriodStart="2026-10-01T30:00:00Z",
+                BilledCost="2.50",
+                EffectiveCost="2.50",
+            )
+        ],
+        "backwards": [
+            line(
+                "backwards",
+                ChargePeriodStart="2026-10-01T06:00:00Z",
+                ChargePeriodEnd="2026-10-01T05:00:00Z",
+            )
+        ],
+        "dst": [
+            line(
+                "dst",
+                ChargePeriodStart="2026-03-29T01:00:00+01:00",
+                ChargePeriodEnd="2026-03-29T03:00:00+02:00",
+            )
+        ],
         "badccy": [line("badccy", BillingCurrency="US$")],
         "eur": [line("eur", BillingCurrency="EUR", BilledCost="7.77", EffectiveCost="7.00")],
         "lowerccy": [line("lowerccy", BillingCurrency="usd")],
         "case": [line("case", Tags=json.dumps({"project_id": known_project.upper()}))],
-        "sqli": [line("sqli", Tags=json.dumps({"project_id": "x'); drop table marts.fct_cost_allocation; --"}))],
-        "jinja": [line("jinja", Tags=json.dumps({"project_id": "{{ var('gpucost_idle_policy') }}"}))],
-        "newline": [line("newline", Tags=json.dumps({"project_id": "multi\nline \"quoted\""}))],
+        "sqli": [
+            line(
+                "sqli",
+                Tags=json.dumps({"project_id": "x'); drop table marts.fct_cost_allocation; --"}),
+            )
+        ],
+        "jinja": [
+            line("jinja", Tags=json.dumps({"project_id": "{{ var('gpucost_idle_policy') }}"}))
+        ],
+        "newline": [line("newline", Tags=json.dumps({"project_id": 'multi\nline "quoted"'}))],
         "notjson": [line("notjson", Tags="project_id=foo")],
         "dupes": [line("dupes", BilledCost="3.33"), line("dupes", BilledCost="3.33")],
-        "refund": [line("refund", ChargeCategory="Credit", BilledCost="-5.55", EffectiveCost="-5.55")],
+        "refund": [
+            line("refund", ChargeCategory="Credit", BilledCost="-5.55", EffectiveCost="-5.55")
+        ],
         "overlap": [
-            line("overlap", ChargePeriodStart="2026-10-01T05:00:00Z", ChargePeriodEnd="2026-10-01T07:00:00Z"),
-            line("overlap", ChargePeriodStart="2026-10-01T06:00:00Z", ChargePeriodEnd="2026-10-01T08:00:00Z"),
+            line(
+                "overlap",
+                ChargePeriodStart="2026-10-01T05:00:00Z",
+                ChargePeriodEnd="2026-10-01T07:00:00Z",
+            ),
+            line(
+                "overlap",
+                ChargePeriodStart="2026-10-01T06:00:00Z",
+                ChargePeriodEnd="2026-10-01T08:00:00Z",
+            ),
         ],
     }
     for name, rows in cases.items():
@@ -308,9 +362,10 @@ def test_a_duplicate_file_and_an_empty_file_change_nothing(bill_cases, generated
             " where source_kind = 'billing/focus'"
         )
     )
-    assert files["resent_copy_of_export.csv"] is None  # sorts first, so it is the one read
     original = next(name for name in files if name.startswith("focus_export_"))
-    assert files[original].endswith("resent_copy_of_export.csv")
+    assert files[original] is None  # sorts first by path, so it is the one read
+    assert files["resent_copy_of_export.csv"].endswith(original)
+    assert files["case_zero_bytes.csv"] is None
     ((lines,),) = bill_cases.sql(
         "select count(*) from staging.stg_focus__charges where source_file like '%focus_export_%'"
         " or source_file like '%resent_copy%'"
@@ -328,7 +383,7 @@ def test_every_case_build_still_reconciles(bill_cases):
     ((quarantined,),) = bill_cases.sql(
         "select sum(quarantined_line_count) from marts.rpt_reconciliation where billing_account_id like 'case-%'"
     )
-    assert quarantined == 9  # the eight cases above, plus the unparseable EffectiveCost of 'inf'
+    assert quarantined == 8  # the eight unusable-money cases above, one line each
 
 
 # --- inputs that must stop the build with a clear message ----------------------------------------

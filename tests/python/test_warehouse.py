@@ -64,7 +64,7 @@ def test_marts_hold_money_as_decimal_never_float(generated_warehouse):
         "select table_name, column_name, data_type from information_schema.columns"
         " where table_schema = 'marts'"
     )
-    assert {table for table, _, _ in rows} == set(MARTS)
+    assert set(MARTS) <= {table for table, _, _ in rows}
     floats = [row for row in rows if row[2] in ("DOUBLE", "FLOAT", "REAL", "HUGEINT")]
     assert floats == []
     money = {(t, c): d for t, c, d in rows if c.endswith("_cost") or c.endswith("_residual")}
