@@ -223,6 +223,7 @@ PLUGIN_MODULES = (
     "gpucost.alerts",
     "gpucost.focus_export",
     "gpucost.validation",
+    "gpucost.gate",
 )
 
 

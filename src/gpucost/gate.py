@@ -1,0 +1,178 @@
+"""The CI reconciliation gate: validate the landing zone, build, and prove the bill reconciles.
+
+    gpucost gate [--landing DIR] [--warehouse FILE] [--max-quarantined-lines N]
+                 [--max-quarantined-amount X] [--skip-validation]
+
+Runs, in order: the Great Expectations checkpoint on the landing zone (``gpucost validate``),
+``dbt build``, then prints the reconciliation report (per provider, billing account, invoice and
+month: billed, allocated, quarantined, residual) and exits non-zero, printing the offending
+lines, when any residual is not exactly zero or the quarantine exceeds the tolerance.
+
+Exit codes: 0 reconciled; 1 a residual or the quarantine is over tolerance; 2 the landing zone
+failed validation or is missing; otherwise dbt's own exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+RECONCILIATION_SQL = """
+select
+    provider_name, billing_account_id, invoice_id, cast(billing_period_start as varchar),
+    billing_currency, billed_cost, allocated_billed_cost, quarantined_billed_cost, billed_residual,
+    effective_residual, quarantined_line_count, superseded_line_count
+from marts.rpt_reconciliation
+order by 4, 1, 2, 3, 5
+"""
+
+QUARANTINE_SQL = """
+select source_kind, quarantine_reason, sum(record_count), count(distinct source_file),
+    coalesce(sum(billed_cost), 0), min(source_file)
+from marts.rpt_quarantine
+group by 1, 2
+order by 3 desc, 1, 2
+"""
+
+
+@dataclass
+class GateResult:
+    """What the gate found; ``failures`` empty means the bill reconciles within tolerance."""
+
+    report: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def evaluate(
+    reconciliation: list[tuple[Any, ...]],
+    quarantine: list[tuple[Any, ...]],
+    max_quarantined_lines: int = 0,
+    max_quarantined_amount: Decimal = Decimal(0),
+) -> GateResult:
+    """Judge reconciliation and quarantine rows (pure: rows in, report and failures out)."""
+    result = GateResult()
+    header = (
+        f"{'provider':<10} {'account':<16} {'invoice':<18} {'month':<10} {'ccy':<4}"
+        f" {'billed':>18} {'allocated':>18} {'quarantined':>14} {'residual':>10}"
+    )
+    result.report += ["Reconciliation", header]
+    for row in reconciliation:
+        provider, account, invoice, month, ccy, billed, allocated, quarantined, residual = row[:9]
+        effective_residual = row[9]
+        result.report.append(
+            f"{provider[:10]:<10} {account[:16]:<16} {(invoice or '-')[:18]:<18} {month[:10]:<10}"
+            f" {ccy:<4} {billed:>18,.2f} {allocated:>18,.2f} {quarantined:>14,.2f}"
+            f" {'0' if residual == 0 else f'{residual:f}':>10}"
+        )
+        if residual != 0 or effective_residual != 0:
+            result.failures.append(
+                f"residual on {provider} account {account} invoice {invoice or '-'} {month[:7]}"
+                f" {ccy}: billed {billed:f} - allocated {allocated:f} - quarantined"
+                f" {quarantined:f} = {residual:f} (effective residual {effective_residual:f})"
+            )
+    lines = sum(int(row[2]) for row in quarantine if row[0] == "billing/focus")
+    amount = sum((Decimal(row[4]) for row in quarantine), Decimal(0))
+    result.report.append("")
+    result.report.append(
+        f"Quarantine: {sum(int(row[2]) for row in quarantine)} records, {lines} bill lines,"
+        f" {amount:,.2f} of bill money (tolerance: {max_quarantined_lines} lines,"
+        f" {max_quarantined_amount:,.2f})"
+    )
+    for kind, reason, records, files, billed, example_file in quarantine:
+        result.report.append(
+            f"  {kind:<14} {records:>8} records in {files} file(s), {Decimal(billed):,.2f}:"
+            f" {reason}  (e.g. {example_file})"
+        )
+    if lines > max_quarantined_lines:
+        result.failures.append(
+            f"{lines} quarantined bill lines exceed the tolerance of {max_quarantined_lines}"
+        )
+    if abs(amount) > max_quarantined_amount:
+        result.failures.append(
+            f"{amount:f} of quarantined bill money exceeds the tolerance of"
+            f" {max_quarantined_amount:f}"
+        )
+    if not reconciliation:
+        result.failures.append("no bill lines reconciled: is the billing folder empty?")
+    return result
+
+
+def read_rows(warehouse: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    import duckdb
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return con.sql(RECONCILIATION_SQL).fetchall(), con.sql(QUARANTINE_SQL).fetchall()
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from gpucost.cli import find_project_dir, landing_dir, run_dbt, warehouse_path
+
+    project_dir = find_project_dir()
+    landing = landing_dir(project_dir, args.landing)
+    warehouse = warehouse_path(project_dir, args.warehouse)
+    if not landing.is_dir():
+        print(f"gpucost gate: landing zone {landing} does not exist", file=sys.stderr)
+        return 2
+    if not args.skip_validation:
+        print("== 1/3 validating the landing zone (Great Expectations)", flush=True)
+        try:
+            from gpucost.validation import validate_landing
+        except ImportError:
+            print("  gpucost.validation is not available; skipped", flush=True)
+        else:
+            report = validate_landing(landing, None)
+            if not getattr(report, "success", True):
+                print(getattr(report, "summary", lambda: str(report))(), flush=True)
+                print("gpucost gate: the landing zone failed validation", file=sys.stderr)
+                return 2
+            print("  landing zone valid", flush=True)
+    print("== 2/3 dbt build", flush=True)
+    code = run_dbt(project_dir, landing, warehouse, ["build"])
+    if code:
+        print(f"gpucost gate: dbt build failed (exit {code})", file=sys.stderr)
+        return code
+    print("== 3/3 reconciliation", flush=True)
+    result = evaluate(
+        *read_rows(warehouse),
+        max_quarantined_lines=args.max_quarantined_lines,
+        max_quarantined_amount=Decimal(args.max_quarantined_amount),
+    )
+    print("\n".join(result.report))
+    if result.failures:
+        print("\nGATE FAILED:", file=sys.stderr)
+        for failure in result.failures:
+            print(f"  - {failure}", file=sys.stderr)
+        return 1
+    print("\nGATE PASSED: every bill line reconciles to the cent")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "gate", help="CI gate: validate, dbt build, fail unless the bill reconciles to the cent"
+    )
+    parser.add_argument("--landing", help="landing zone (default $GPUCOST_LANDING_DIR or landing)")
+    parser.add_argument("--warehouse", help="DuckDB file (default $GPUCOST_WAREHOUSE)")
+    parser.add_argument(
+        "--max-quarantined-lines",
+        type=int,
+        default=0,
+        help="bill lines allowed in quarantine before the gate fails (default 0)",
+    )
+    parser.add_argument(
+        "--max-quarantined-amount",
+        default="0",
+        help="absolute bill money allowed in quarantine, billing currency (default 0)",
+    )
+    parser.add_argument(
+        "--skip-validation", action="store_true", help="skip the Great Expectations checkpoint"
+    )
+    parser.set_defaults(func=cmd_gate)

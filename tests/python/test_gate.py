@@ -1,0 +1,94 @@
+"""The CI reconciliation gate: its judgement (pure) and the command end to end."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from gpucost.gate import evaluate
+from tests.python.conftest import PROJECT_DIR
+
+D = Decimal
+GOOD = (
+    "AWS",
+    "1234",
+    "INV-1",
+    "2026-10-01",
+    "USD",
+    D("100.10"),
+    D("100.10"),
+    D("0"),
+    D("0"),
+    D("0"),
+    0,
+    0,
+)
+
+
+def test_a_reconciled_bill_passes():
+    result = evaluate([GOOD], [])
+    assert result.ok, result.failures
+    assert any("100.10" in line for line in result.report)
+
+
+def test_one_cent_of_residual_fails_and_names_the_line():
+    off = (*GOOD[:6], D("100.09"), D("0"), D("0.01"), D("0.01"), 0, 0)
+    result = evaluate([off], [])
+    assert result.failures == [
+        "residual on AWS account 1234 invoice INV-1 2026-10 USD: billed 100.10 - allocated 100.09"
+        " - quarantined 0 = 0.01 (effective residual 0.01)"
+    ]
+
+
+def test_quarantine_over_tolerance_fails_under_tolerance_passes():
+    quarantine = [("billing/focus", "unparseable BilledCost: abc", 2, 1, D("5.00"), "x.csv")]
+    strict = evaluate([GOOD], quarantine)
+    assert "2 quarantined bill lines exceed the tolerance of 0" in strict.failures
+    assert "5.00 of quarantined bill money exceeds the tolerance of 0" in strict.failures
+    assert evaluate([GOOD], quarantine, max_quarantined_lines=2, max_quarantined_amount=D("5")).ok
+
+
+def test_an_empty_bill_fails():
+    assert evaluate([], []).failures == ["no bill lines reconciled: is the billing folder empty?"]
+
+
+def gate(landing: Path, warehouse: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = os.environ | {
+        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "GPUCOST_PROJECT_DIR": str(PROJECT_DIR),
+    }
+    command = [sys.executable, "-m", "gpucost.cli", "gate", "--landing", str(landing)]
+    command += ["--warehouse", str(warehouse), "--skip-validation", *extra]
+    return subprocess.run(
+        command, env=env, capture_output=True, text=True, check=False, cwd=PROJECT_DIR
+    )
+
+
+@pytest.mark.warehouse
+def test_gate_end_to_end(generated_month, tmp_path):
+    landing, _ = generated_month
+    passed = gate(landing, tmp_path / "good.duckdb")
+    assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-2000:]
+    assert "GATE PASSED" in passed.stdout
+
+    broken = tmp_path / "landing"
+    shutil.copytree(landing, broken)
+    bill = sorted((broken / "billing" / "focus").rglob("*.csv"))[0]
+    with bill.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    rows[1][rows[0].index("BilledCost")] = "12.3.4"
+    with bill.open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+    failed = gate(broken, tmp_path / "broken.duckdb")
+    assert failed.returncode == 1
+    assert "1 quarantined bill lines exceed the tolerance of 0" in failed.stderr
+    assert "unparseable BilledCost: 12.3.4" in failed.stdout
+    tolerated = gate(broken, tmp_path / "tolerated.duckdb", "--max-quarantined-lines", "1")
+    assert tolerated.returncode == 0, tolerated.stdout[-2000:] + tolerated.stderr[-2000:]
