@@ -41,7 +41,9 @@ def to_units(amount: Decimal | int | str) -> int:
 
 def from_units(units: int) -> Decimal:
     """Turn integer 1e-18 units back into a ``Decimal`` with exactly 18 places."""
-    return Decimal(units).scaleb(-MONEY_SCALE, context=_CONTEXT).quantize(_QUANTUM, context=_CONTEXT)
+    return (
+        Decimal(units).scaleb(-MONEY_SCALE, context=_CONTEXT).quantize(_QUANTUM, context=_CONTEXT)
+    )
 
 
 def split_exact(amount: int, weights: Mapping[K, int]) -> dict[K, int]:
