@@ -33,3 +33,22 @@
         'period:' || cast({{ relation }}.billing_period_start as varchar) || '|' || {{ relation }}.billing_currency
     {%- endif -%}
 {%- endmacro %}
+
+{#- on-run-end: say how much was quarantined (records and bill money), so a warning is never just a count. -#}
+{% macro log_quarantine_summary() -%}
+    {%- if execute and flags.WHICH in ('build', 'run') -%}
+        {%- set relation = adapter.get_relation(database=target.database, schema='marts', identifier='rpt_quarantine') -%}
+        {%- if relation is not none -%}
+            {%- set result = run_query(
+                "select count(*), coalesce(sum(record_count), 0), cast(coalesce(sum(billed_cost), 0) as decimal(38, 2)),"
+                ~ " count(distinct source_file) from " ~ relation
+            ) -%}
+            {%- set row = result.rows[0] -%}
+            {%- if row[0] > 0 -%}
+                {{ log("QUARANTINE: " ~ row[1] ~ " records in " ~ row[3] ~ " file(s), holding "
+                    ~ row[2] ~ " of bill money; see marts.rpt_quarantine (set var"
+                    ~ " gpucost_quarantine_severity: error to fail the build)", info=true) }}
+            {%- endif -%}
+        {%- endif -%}
+    {%- endif -%}
+{%- endmacro %}
