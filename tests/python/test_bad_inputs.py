@@ -448,6 +448,8 @@ def telemetry_cases(tiny_month, tmp_path_factory) -> tuple[Warehouse, Warehouse]
         "negative_fb": prom(gpu | {"__name__": "DCGM_FI_DEV_FB_USED"}, [[t0, "-5"]]),
         "year_1970": prom(gpu, [[60, "10"]]),
         "ratio_2": prom(gpu | {"__name__": "DCGM_FI_PROF_GR_ENGINE_ACTIVE"}, [[t0, "2.5"]]),
+        # a valid GPU series on a node no bill line or kube node knows: usable telemetry, no money
+        "unknown_uuid": prom(gpu | {"UUID": "GPU-never-seen"}, [[t0, "40"], [t0 + 900, "41"]]),
     }
     for name, doc in files.items():
         (cases / f"{name}.json").write_text(json.dumps(doc))
@@ -496,6 +498,16 @@ def test_bad_telemetry_is_quarantined_with_its_reason(telemetry_cases, file, rea
     assert (reason, 1) in rows
 
 
+def test_unknown_gpus_are_usable_but_move_no_money(telemetry_cases):
+    _, cases = telemetry_cases
+    assert cases.sql(
+        "select count(*) > 0 from staging.stg_dcgm__gpu_samples where gpu_uuid = 'GPU-never-seen'"
+    ) == [(True,)]
+    assert cases.sql("select count(*) from marts.fct_gpu_usage where node_name = 'ghost-node'") == [
+        (0,)
+    ]
+
+
 def test_duplicated_scrapes_and_quarantined_samples_change_no_money(telemetry_cases):
     base, cases = telemetry_cases
     query = (
@@ -503,5 +515,51 @@ def test_duplicated_scrapes_and_quarantined_samples_change_no_money(telemetry_ca
         " from marts.fct_cost_allocation group by all order by all"
     )
     assert cases.sql(query) == base.sql(query)
-    usage = "select sum(gpu_ms), sum(used_gpu_ms), sum(requested_gpu_ms) from intermediate.int_gpu_usage_hourly"
+    usage = (
+        "select sum(gpu_ms), sum(used_gpu_ms), sum(requested_gpu_ms) from intermediate.int_gpu_usage_hourly"
+        " where node_name <> 'ghost-node'"  # the unknown GPU's own time is real, just unbilled
+    )
     assert cases.sql(usage) == base.sql(usage)
+
+
+def test_a_redelivered_month_replaces_the_earlier_delivery(tiny_month, tmp_path):
+    landing = landing_copy(tiny_month, tmp_path)
+    first = month_folder(landing)
+    export = sorted(first.glob("focus_export_*.csv"))[0]
+    with export.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    header = list(rows[0])
+    restated = [dict(row) for row in rows]
+    restated[0]["BilledCost"] = str(D(restated[0]["BilledCost"]) + D("10"))  # the restatement
+    write_focus(first.parent / "2026-10-redelivered" / export.name, restated, header=header)
+    warehouse, result = build(landing, tmp_path / "work")
+    assert result.returncode == 0, result.stdout[-4000:]
+    expected = sum(D(row["BilledCost"]) for row in restated)
+    ((billed, allocated, superseded, reconciled),) = warehouse.sql(
+        "select sum(billed_cost), sum(allocated_billed_cost), sum(superseded_line_count),"
+        " bool_and(is_reconciled) from marts.rpt_reconciliation"
+    )
+    assert (billed, allocated, superseded, reconciled) == (expected, expected, len(rows), True)
+    reasons = warehouse.sql(
+        "select distinct quarantine_reason from marts.rpt_quarantine where source_kind = 'billing/focus'"
+    )
+    assert len(reasons) == 1 and reasons[0][0].startswith("superseded_by_redelivery: ")
+    assert reasons[0][0].endswith("2026-10-redelivered")
+
+
+def test_a_skewed_exporter_clock_keeps_gpu_time_and_reconciles(
+    telemetry_cases, tiny_month, tmp_path
+):
+    # the exporter's clock runs 7 s behind: every DCGM sample lands off the step grid
+    base, _ = telemetry_cases
+    landing = landing_copy(tiny_month, tmp_path)
+    for path in sorted((landing / "metrics" / "dcgm").rglob("*.json")):
+        document = json.loads(path.read_text())
+        for series in document["data"]["result"]:
+            series["values"] = [[stamp - 7, value] for stamp, value in series["values"]]
+        path.write_text(json.dumps(document))
+    skewed, result = build(landing, tmp_path / "work")
+    assert result.returncode == 0, result.stdout[-4000:]
+    total = "select sum(gpu_ms), sum(used_gpu_ms) from intermediate.int_gpu_usage_hourly"
+    assert skewed.sql(total) == base.sql(total)  # same GPU time, a few seconds earlier
+    assert skewed.sql("select bool_and(is_reconciled) from marts.rpt_reconciliation") == [(True,)]
