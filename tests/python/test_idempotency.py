@@ -22,19 +22,19 @@ from tests.python.conftest import PROJECT_DIR, run_dbt
 pytestmark = pytest.mark.warehouse
 
 
-def fingerprints(warehouse: Path) -> dict[str, str]:
+def fingerprints(warehouse: Path, schema: str = "marts") -> dict[str, str]:
     with duckdb.connect(str(warehouse), read_only=True) as con:
         tables = [
             name
             for (name,) in con.sql(
-                "select table_name from information_schema.tables where table_schema = 'marts'"
-                " order by 1"
+                "select table_name from information_schema.tables"
+                f" where table_schema = '{schema}' and table_type = 'BASE TABLE' order by 1"
             ).fetchall()
         ]
         return {
             table: con.sql(
                 f"select md5(coalesce(string_agg(cast(t as varchar), chr(10) order by cast(t as varchar)), ''))"
-                f" from marts.{table} as t"
+                f" from {schema}.{table} as t"
             ).fetchall()[0][0]
             for table in tables
         }
@@ -77,4 +77,30 @@ def test_a_build_killed_midway_then_rerun_gives_identical_marts(generated_wareho
     assert "Completed successfully" not in log.read_text()
     result = run_dbt(generated_warehouse.landing, warehouse, tmp_path, "build")
     assert result.returncode == 0, result.stdout[-4000:]
+    assert fingerprints(warehouse) == fingerprints(generated_warehouse.path)
+
+
+def test_an_incremental_run_with_late_telemetry_equals_a_full_refresh(
+    generated_warehouse, tmp_path
+):
+    # day 3's telemetry arrives late: build without it, land it, build again (incremental, with a
+    # 6-hour lookback so the run really is partial), and compare with the full build of everything
+    landing = tmp_path / "landing"
+    shutil.copytree(generated_warehouse.landing, landing)
+    days = sorted({p.name for p in (landing / "metrics").glob("*/*/*") if p.is_dir()})
+    late = tmp_path / "late"
+    for folder in sorted((landing / "metrics").glob(f"*/*/{days[-1]}")):
+        shutil.move(folder, late / folder.relative_to(landing))
+    warehouse = tmp_path / "incremental.duckdb"
+    lookback = ("--vars", "{gpucost_lookback_hours: 6}")
+    first = run_dbt(landing, warehouse, tmp_path, "build", *lookback)
+    assert first.returncode == 0, first.stdout[-4000:]
+    for folder in sorted((late / "metrics").glob(f"*/*/{days[-1]}")):
+        shutil.move(folder, landing / folder.relative_to(late))
+    second = run_dbt(landing, warehouse, tmp_path, "build", *lookback)
+    assert second.returncode == 0, second.stdout[-4000:]
+    assert "incremental model intermediate.int_gpu_usage_hourly" in second.stdout
+    assert fingerprints(warehouse, "intermediate") == fingerprints(
+        generated_warehouse.path, "intermediate"
+    )
     assert fingerprints(warehouse) == fingerprints(generated_warehouse.path)

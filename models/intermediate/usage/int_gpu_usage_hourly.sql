@@ -2,11 +2,29 @@
 -- kube-state-metrics says the pod requested. The row with a null workload_id is the node's unassigned GPU time.
 -- Each sample stands for the time until the series' next sample, at most the series' own step when a gap
 -- is longer than gpucost_max_sample_gap_seconds (telemetry missing is not usage).
+-- Incremental: a run recomputes whole hours from (latest hour built - gpucost_lookback_hours) on, so late
+-- telemetry within the lookback is picked up; `dbt build --full-refresh` recomputes everything.
+{{ config(
+    materialized='incremental',
+    unique_key='usage_hour_key',
+    incremental_strategy='delete+insert',
+    on_schema_change='fail',
+) }}
+
+{%- set cutoff -%}
+    {%- if is_incremental() -%}
+        (select coalesce(max(hour_start_epoch), 0) - {{ var('gpucost_lookback_hours') }} * 3600 from {{ this }})
+    {%- else -%}
+        0
+    {%- endif -%}
+{%- endset %}
+
 with
 
 dcgm_samples as (
 
     select * from {{ ref('stg_dcgm__gpu_samples') }}
+    where sampled_epoch >= {{ cutoff }}
 
 ),
 
@@ -19,6 +37,7 @@ pods as (
 pod_requests as (
 
     select * from {{ ref('stg_kube__pod_gpu_requests') }}
+    where sampled_epoch >= {{ cutoff }}
 
 ),
 
@@ -165,7 +184,7 @@ requests_hourly as (
 
 ),
 
-final as (
+joined as (
 
     select
         coalesce(gpu_hourly.cluster_id, requests_hourly.cluster_id) as cluster_id,
@@ -182,6 +201,18 @@ final as (
         and gpu_hourly.node_name = requests_hourly.node_name
         and gpu_hourly.hour_start_epoch = requests_hourly.hour_start_epoch
         and gpu_hourly.workload_id = requests_hourly.workload_id
+
+),
+
+final as (
+
+    select
+        md5(
+            cluster_id || '|' || node_name || '|' || cast(hour_start_epoch as varchar)
+            || '|' || coalesce(workload_id, '')
+        ) as usage_hour_key,
+        *
+    from joined
 
 )
 
