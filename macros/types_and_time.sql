@@ -40,7 +40,8 @@
 {% macro duckdb__safe_cast(field, type) -%}try_cast({{ field }} as {{ type }}){%- endmacro %}
 
 {#- Parse an ISO-8601 / FOCUS timestamp text to a UTC timestamp, or null when it is not one.
-    Accepts '2024-09-01 00:00:00', '2024-09-01T00:00:00Z', offsets like '+02:00'. -#}
+    Accepts '2024-09-01 00:00:00', '2024-09-01T00:00:00Z', offsets like '+02:00', '+0200' or '+00'
+    (how a Parquet TIMESTAMPTZ column reads as text). -#}
 {% macro parse_utc_timestamp(text) -%}
     {{ return(adapter.dispatch('parse_utc_timestamp', 'gpucost')(text)) }}
 {%- endmacro %}
@@ -48,7 +49,7 @@
 {% macro duckdb__parse_utc_timestamp(text) -%}
     cast(try_cast(
         case
-            when regexp_matches(trim({{ text }}), '(Z|[+-][0-9]{2}:?[0-9]{2})$') then trim({{ text }})
+            when regexp_matches(trim({{ text }}), '(Z|[+-][0-9]{2}(:?[0-9]{2})?)$') then trim({{ text }})
             else trim({{ text }}) || 'Z'
         end as timestamptz
     ) at time zone 'UTC' as timestamp)

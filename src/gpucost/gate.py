@@ -128,12 +128,16 @@ def cmd_gate(args: argparse.Namespace) -> int:
         except ImportError:
             print("  gpucost.validation is not available; skipped", flush=True)
         else:
-            report = validate_landing(landing, None)
-            if not getattr(report, "success", True):
-                print(getattr(report, "summary", lambda: str(report))(), flush=True)
-                print("gpucost gate: the landing zone failed validation", file=sys.stderr)
+            docs_dir = warehouse.parent / "data_docs"
+            report = validate_landing(landing, docs_dir)
+            if not report.success:
+                print(report.summary(), flush=True)
+                print(
+                    f"gpucost gate: the landing zone failed validation (Data Docs: {docs_dir})",
+                    file=sys.stderr,
+                )
                 return 2
-            print("  landing zone valid", flush=True)
+            print(f"  landing zone valid ({len(report.suites)} suites; Data Docs: {docs_dir})")
     print("== 2/3 dbt build", flush=True)
     code = run_dbt(project_dir, landing, warehouse, ["build"])
     if code:
