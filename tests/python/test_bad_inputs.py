@@ -127,6 +127,13 @@ def bill_cases(tiny_month, tmp_path_factory) -> Warehouse:
                 ChargePeriodEnd="2026-10-01T08:00:00+02:00",
             )
         ],
+        "offset00": [
+            line(
+                "offset00",
+                ChargePeriodStart="2026-10-01 05:00:00+00",
+                ChargePeriodEnd="2026-10-01 06:00:00+00",
+            )
+        ],
         "hour30": [
             line(
                 "hour30",
@@ -283,7 +290,7 @@ def test_refund_shares_are_never_positive(bill_cases):
     assert positive == 0
 
 
-@pytest.mark.parametrize("case", ["nozone", "offset"])
+@pytest.mark.parametrize("case", ["nozone", "offset", "offset00"])
 def test_timestamps_without_zone_are_utc_and_offsets_are_converted(bill_cases, case):
     rows = bill_cases.sql(
         "select distinct cast(charge_period_start_at as varchar) from marts.fct_cost_allocation"
