@@ -1,0 +1,204 @@
+"""FOCUS 1.3 allocation export: the allocated rows add back up to each origin charge, exactly."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from gpucost import cli
+from gpucost.focus_export import export_focus
+
+FOCUS_COLUMNS = [
+    "BillingAccountId",
+    "BillingAccountName",
+    "SubAccountId",
+    "InvoiceId",
+    "ProviderName",
+    "ServiceName",
+    "ServiceCategory",
+    "ChargeCategory",
+    "ChargeDescription",
+    "ResourceId",
+    "ResourceName",
+    "ResourceType",
+    "RegionId",
+    "BillingCurrency",
+    "BilledCost",
+    "EffectiveCost",
+    "AllocatedMethodId",
+    "AllocatedMethodDetails",
+    "AllocatedResourceId",
+    "AllocatedResourceName",
+    "AllocatedTags",
+    "BillingPeriodStart",
+    "BillingPeriodEnd",
+    "ChargePeriodStart",
+    "ChargePeriodEnd",
+]
+CUSTOM_COLUMNS = [
+    "x_AllocationId",
+    "x_OriginChargeId",
+    "x_TeamId",
+    "x_ProjectId",
+    "x_UserId",
+    "x_ClusterId",
+    "x_NodeName",
+    "x_AllocationKind",
+    "x_AllocationBasis",
+    "x_AttributionMethod",
+    "x_UnallocatedReason",
+    "x_AllocatedRatio",
+]
+
+
+def _origin_charges(warehouse) -> dict[str, tuple[Decimal, Decimal]]:
+    """charge_id -> (BilledCost, EffectiveCost) of every usable bill line, from staging."""
+    rows = warehouse.sql(
+        "select charge_id, billed_cost, effective_cost from staging.stg_focus__charges "
+        "where quarantine_reason is null"
+    )
+    return {charge: (billed, effective) for charge, billed, effective in rows}
+
+
+def _sums(rows) -> dict[str, list[Decimal]]:
+    totals: dict[str, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
+    for charge, billed, effective in rows:
+        totals[charge][0] += Decimal(billed)
+        totals[charge][1] += Decimal(effective)
+    return totals
+
+
+def test_mart_has_the_focus_columns(generated_warehouse):
+    columns = [
+        row[0]
+        for row in generated_warehouse.sql(
+            "select column_name from information_schema.columns "
+            "where table_schema = 'marts' and table_name = 'rpt_focus_allocated_charges' "
+            "order by ordinal_position"
+        )
+    ]
+    assert columns == FOCUS_COLUMNS + CUSTOM_COLUMNS
+
+
+def test_allocated_rows_sum_exactly_to_each_origin_charge(generated_warehouse, generated_month):
+    origin = _origin_charges(generated_warehouse)
+    exported = _sums(
+        generated_warehouse.sql(
+            'select "x_OriginChargeId", "BilledCost", "EffectiveCost" '
+            "from marts.rpt_focus_allocated_charges"
+        )
+    )
+    assert len(origin) > 100
+    assert set(exported) == set(origin)
+    for charge, (billed, effective) in origin.items():
+        assert exported[charge] == [billed, effective], charge
+    # and against the generator's own total, computed without the warehouse
+    _, summary = generated_month
+    assert sum(b for b, _ in exported.values()) == summary["billed_total"]
+    assert sum(e for _, e in exported.values()) == summary["effective_total"]
+
+
+def test_ratios_in_method_details_sum_to_one_per_origin_charge(generated_warehouse):
+    rows = generated_warehouse.sql(
+        'select "x_OriginChargeId", "AllocatedMethodDetails", "x_AllocatedRatio", '
+        '"AllocatedMethodId", "x_AllocationKind", "x_AllocationBasis", "AllocatedTags", '
+        '"x_TeamId", "x_ProjectId", "AllocatedResourceId" '
+        "from marts.rpt_focus_allocated_charges"
+    )
+    ratio_sums: dict[str, Decimal] = defaultdict(Decimal)
+    for charge, details, ratio, method_id, kind, basis, tags, team, project, resource in rows:
+        parsed = json.loads(details, parse_float=Decimal)
+        (element,) = parsed["Elements"]
+        assert isinstance(element["AllocatedRatio"], Decimal)
+        assert element["AllocatedRatio"] == ratio  # all 18 places survive the JSON
+        assert element["x_AllocationKind"] == kind and element["x_AllocationBasis"] == basis
+        assert method_id == f"gpucost/{kind}/{basis}"
+        tag_values = json.loads(tags)
+        assert tag_values["team_id"] == team and tag_values["project_id"] == project
+        assert None not in tag_values.values()
+        if kind == "usage":
+            assert resource and resource.count("/") >= 2
+        ratio_sums[charge] += element["AllocatedRatio"]
+    assert len(ratio_sums) > 100
+    not_one = {charge: total for charge, total in ratio_sums.items() if total != 1}
+    assert not_one == {}
+    # at least one split is not a round number: the test would see a rounded ratio
+    assert any(len(str(row[2]).rstrip("0")) > 12 for row in rows)
+
+
+@pytest.fixture(scope="module")
+def exported_csv(generated_warehouse, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("focus_export") / "allocated.csv"
+    code = cli.main(
+        ["export-focus", "--out", str(out), "--warehouse", str(generated_warehouse.path)]
+    )
+    assert code == 0
+    return out
+
+
+def test_exported_csv_has_focus_names_and_reads_back_exactly(generated_warehouse, exported_csv):
+    with exported_csv.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        assert reader.fieldnames == FOCUS_COLUMNS + CUSTOM_COLUMNS
+        rows = list(reader)
+    count = generated_warehouse.sql("select count(*) from marts.rpt_focus_allocated_charges")
+    assert len(rows) == count[0][0]
+    exported = _sums((r["x_OriginChargeId"], r["BilledCost"], r["EffectiveCost"]) for r in rows)
+    origin = _origin_charges(generated_warehouse)
+    assert set(exported) == set(origin)
+    for charge, (billed, effective) in origin.items():
+        assert exported[charge] == [billed, effective], charge
+    ratios: dict[str, Decimal] = defaultdict(Decimal)
+    for row in rows:
+        details = json.loads(row["AllocatedMethodDetails"], parse_float=Decimal)
+        ratios[row["x_OriginChargeId"]] += details["Elements"][0]["AllocatedRatio"]
+    assert set(ratios.values()) == {Decimal(1)}
+    # FOCUS timestamps: ISO 8601 UTC with a Z
+    assert rows[0]["BillingPeriodStart"] == "2026-10-01T00:00:00Z"
+    assert all(r["ChargePeriodStart"].endswith("Z") for r in rows if r["ChargePeriodStart"])
+
+
+def test_parquet_export_keeps_decimal_money(generated_warehouse, tmp_path):
+    out = tmp_path / "allocated.parquet"
+    rows = export_focus(generated_warehouse.path, out, month="2026-10")
+    with duckdb.connect() as con:
+        types = dict(
+            con.execute(
+                "select column_name, column_type from (describe select * from read_parquet(?))",
+                [str(out)],
+            ).fetchall()
+        )
+        total = con.execute(
+            'select count(*), sum("BilledCost"), sum("EffectiveCost") from read_parquet(?)',
+            [str(out)],
+        ).fetchall()[0]
+    assert types["BilledCost"] == types["EffectiveCost"] == "DECIMAL(38,18)"
+    assert types["x_AllocatedRatio"] == "DECIMAL(38,18)"
+    origin = _origin_charges(generated_warehouse)
+    assert total == (
+        rows,
+        sum(b for b, _ in origin.values()),
+        sum(e for _, e in origin.values()),
+    )
+    assert export_focus(generated_warehouse.path, tmp_path / "none.parquet", month="2026-09") == 0
+
+
+def test_export_rejects_unknown_formats(generated_warehouse, tmp_path, capsys):
+    code = cli.main(
+        [
+            "export-focus",
+            "--out",
+            str(tmp_path / "x.json"),
+            "--warehouse",
+            str(generated_warehouse.path),
+        ]
+    )
+    assert code == 2
+    assert ".csv or .parquet" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()

@@ -1,0 +1,249 @@
+"""Team statements: every line and total equals fct_chargeback_monthly to the cent."""
+
+from __future__ import annotations
+
+import csv
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpucost import cli
+from gpucost.statements import (
+    KINDS,
+    MODE_LABELS,
+    apportion_cents,
+    confidence_band,
+    money,
+    read_statements,
+)
+
+MONTH = "2026-10"
+CENT = Decimal("0.01")
+
+
+def _chargeback(warehouse) -> dict[tuple[str, str], dict[str, dict[str, Decimal]]]:
+    """(team, currency) -> project -> column -> cents, straight from the mart."""
+    rows = warehouse.sql(
+        f"""
+        select team_id, billing_currency, project_id, direct_cost, usage_cost, idle_cost,
+            shared_cost, unallocated_cost, billed_cost, effective_cost
+        from marts.fct_chargeback_monthly
+        where strftime(billing_period_start, '%Y-%m') = '{MONTH}'
+        """
+    )
+    out: dict[tuple[str, str], dict[str, dict[str, Decimal]]] = {}
+    for team, currency, project, *amounts in rows:
+        columns = [*KINDS, "billed", "effective"]
+        out.setdefault((team, currency), {})[project] = dict(zip(columns, amounts, strict=True))
+    return out
+
+
+def _statements(warehouse: Path, *args: str) -> int:
+    """Run ``gpucost statements --month MONTH --warehouse <warehouse> <args>``."""
+    return cli.main(["statements", "--month", MONTH, "--warehouse", str(warehouse), *args])
+
+
+@pytest.fixture(scope="module")
+def statements_dir(generated_warehouse, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("statements")
+    assert _statements(generated_warehouse.path, "--out", str(out)) == 0
+    return out
+
+
+def _read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_every_statement_line_and_total_equals_the_chargeback_mart(
+    generated_warehouse, statements_dir
+):
+    expected = _chargeback(generated_warehouse)
+    assert len(expected) >= 5, "the generated month should have the five teams and __unallocated__"
+    files = sorted(statements_dir.glob("*.csv"))
+    assert len(files) == len(expected)
+    grand_total = Decimal(0)
+    for (team, currency), projects in expected.items():
+        path = statements_dir / f"statement_{MONTH}_{team}_{currency}.csv"
+        rows = _read_csv(path)
+        lines = {
+            (row["project_id"], row["cost_kind"]): Decimal(row["billed_cost"])
+            for row in rows
+            if row["line_type"] == "line"
+        }
+        # every non-zero cell of the mart is a line, with the same cents; no other line exists
+        cells = {
+            (project, kind): amounts[kind]
+            for project, amounts in projects.items()
+            for kind in KINDS
+            if amounts[kind] != 0
+        }
+        assert lines == cells, team
+        for row in rows:
+            if row["line_type"] == "project_total":
+                amounts = projects[row["project_id"]]
+                assert Decimal(row["billed_cost"]) == amounts["billed"]
+                assert Decimal(row["effective_cost"]) == amounts["effective"]
+        (total,) = [row for row in rows if row["line_type"] == "total"]
+        team_billed = sum((amounts["billed"] for amounts in projects.values()), Decimal(0))
+        team_effective = sum((amounts["effective"] for amounts in projects.values()), Decimal(0))
+        assert Decimal(total["billed_cost"]) == team_billed
+        assert Decimal(total["effective_cost"]) == team_effective
+        assert sum(lines.values(), Decimal(0)) == team_billed
+        assert all(row["team_id"] == team and row["billing_currency"] == currency for row in rows)
+        grand_total += Decimal(total["billed_cost"])
+
+    # the month's statements add up to the bill rounded to cents
+    (bill,) = generated_warehouse.sql(
+        "select sum(billed_cost) from staging.stg_focus__charges where quarantine_reason is null"
+    )[0]
+    assert grand_total == bill.quantize(CENT, rounding="ROUND_HALF_UP")
+
+
+def test_html_carries_the_same_total_and_the_billing_mode(generated_warehouse, statements_dir):
+    expected = _chargeback(generated_warehouse)
+    modes = dict(
+        generated_warehouse.sql("select team_id, billing_mode from reference.team_billing_modes")
+    )
+    assert modes["platform"] == "showback" and modes["nlp"] == "chargeback"
+    for (team, currency), projects in expected.items():
+        page = (statements_dir / f"statement_{MONTH}_{team}_{currency}.html").read_text()
+        total = sum((amounts["billed"] for amounts in projects.values()), Decimal(0))
+        assert f"{money(total)} {currency}" in page
+        mode = modes.get(team, "chargeback")
+        assert MODE_LABELS[mode] in page
+        other = "showback" if mode == "chargeback" else "chargeback"
+        assert MODE_LABELS[other] not in page
+        # self-contained: no external assets
+        for marker in ("<link", "<script", "src=", "http://", "https://", "@import"):
+            assert marker not in page
+        assert "@media print" in page
+    showback = (statements_dir / f"statement_{MONTH}_platform_USD.html").read_text()
+    assert "For information - not charged" in showback
+
+
+def test_policies_and_attribution_add_up_to_the_statement(generated_warehouse):
+    statements = read_statements(generated_warehouse.path, MONTH)
+    bases = generated_warehouse.sql(
+        "select distinct allocation_kind, allocation_basis from marts.fct_cost_allocation"
+    )
+    idle_bases = {basis for kind, basis in bases if kind == "idle"}
+    assert idle_bases == {"idle_proportional"}  # the default idle policy
+    for statement in statements:
+        assert sum((a for _, _, a in statement.policies), Decimal(0)) == statement.total_billed
+        for kind in KINDS:
+            kind_sum = sum((a for k, _, a in statement.policies if k == kind), Decimal(0))
+            assert kind_sum == statement.kind_totals[kind]
+        assert sum((a for _, a in statement.attribution), Decimal(0)) == statement.total_billed
+        # the exact attribution amounts, apportioned: each within a few cents of the exact sum
+        exact = dict(
+            generated_warehouse.sql(
+                "select attribution_method, sum(billed_cost) from marts.fct_cost_allocation "
+                f"where team_id = '{statement.team_id}' group by 1"
+            )
+        )
+        for method, cents in statement.attribution:
+            assert abs(cents - exact[method]) < Decimal("0.10"), (statement.team_id, method)
+        assert statement.confidence is None
+    nlp = next(s for s in statements if s.team_id == "nlp")
+    assert ("idle", "idle_proportional", nlp.kind_totals["idle"]) in nlp.policies
+    assert ("shared", "shared_by_effective_cost", nlp.kind_totals["shared"]) in nlp.policies
+
+
+def test_one_team_with_mode_override(generated_warehouse, tmp_path):
+    args = ("--team", "nlp", "--mode", "showback", "--out", str(tmp_path))
+    assert _statements(generated_warehouse.path, *args) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"statement_{MONTH}_nlp_USD.csv",
+        f"statement_{MONTH}_nlp_USD.html",
+    ]
+    page = (tmp_path / f"statement_{MONTH}_nlp_USD.html").read_text()
+    assert "For information - not charged" in page
+    rows = _read_csv(tmp_path / f"statement_{MONTH}_nlp_USD.csv")
+    assert {row["billing_mode"] for row in rows} == {"showback"}
+    assert _statements(generated_warehouse.path, "--team", "nobody", "--out", str(tmp_path)) == 2
+
+
+def test_confidence_section_appears_when_the_column_exists(generated_warehouse):
+    page_without = read_statements(generated_warehouse.path, MONTH, team="nlp")
+    assert page_without[0].confidence is None
+    copy = generated_warehouse.copy("statements_confidence")
+    with duckdb.connect(str(copy)) as con:
+        con.sql(
+            "alter table marts.fct_cost_allocation add column attribution_confidence decimal(9, 6)"
+        )
+        con.sql(
+            """
+            update marts.fct_cost_allocation set attribution_confidence = case attribution_method
+                when 'bill_tag' then 1 when 'pod_label' then 0.95 when 'policy' then 0.7 end
+            """
+        )
+    (statement,) = read_statements(copy, MONTH, team="nlp")
+    bands = dict(statement.confidence)
+    assert set(bands) == {"high", "medium", "not scored"}
+    assert sum(bands.values(), Decimal(0)) == statement.total_billed
+    exact = dict(
+        generated_warehouse.sql(
+            "select attribution_method, sum(billed_cost) from marts.fct_cost_allocation "
+            "where team_id = 'nlp' group by 1"
+        )
+    )
+    assert abs(bands["high"] - (exact["bill_tag"] + exact["pod_label"])) < Decimal("0.10")
+    assert abs(bands["medium"] - exact["policy"]) < Decimal("0.10")
+    assert abs(bands["not scored"] - exact["none"]) < Decimal("0.10")
+    from gpucost.statements import render_html
+
+    page = render_html(statement)
+    assert "ML attribution is not enabled yet" not in page
+    assert f'<td>high</td><td class="num">{money(bands["high"])}</td>' in page
+    assert "ML attribution is not enabled yet" in render_html(page_without[0])
+
+
+def test_apportion_cents_golden():
+    thirds = {"a": Decimal("0.333333"), "b": Decimal("0.333333"), "c": Decimal("0.333334")}
+    assert apportion_cents(thirds, Decimal("1.00")) == {
+        "a": Decimal("0.33"),
+        "b": Decimal("0.33"),
+        "c": Decimal("0.34"),
+    }
+    # a credit: floors go down, the missing cents go to the largest fractions
+    assert apportion_cents({"x": Decimal("10.004"), "y": Decimal("-2.504")}, Decimal("7.50")) == {
+        "x": Decimal("10.00"),
+        "y": Decimal("-2.50"),
+    }
+    # the target is 3 cents above the floors with 2 keys: cycles
+    assert apportion_cents({"p": Decimal("1.005"), "q": Decimal("1.001")}, Decimal("2.03")) == {
+        "p": Decimal("1.02"),
+        "q": Decimal("1.01"),
+    }
+    # cents in excess are taken back from the smallest fractions
+    assert apportion_cents({"p": Decimal("1.009"), "q": Decimal("1.001")}, Decimal("1.99")) == {
+        "p": Decimal("1.00"),
+        "q": Decimal("0.99"),
+    }
+    assert confidence_band(None) == "not scored"
+    assert confidence_band(Decimal("0.9")) == "high"
+    assert confidence_band(0.5) == "medium"
+    assert confidence_band(Decimal("0.1")) == "low"
+    assert confidence_band("likely") == "likely"
+
+
+@given(
+    st.dictionaries(
+        st.text(min_size=1, max_size=3),
+        st.decimals(min_value=-1000, max_value=1000, places=6, allow_nan=False),
+        min_size=1,
+        max_size=8,
+    ),
+    st.integers(min_value=-5, max_value=5),
+)
+def test_apportion_cents_always_adds_up(exact, shift):
+    target = sum(exact.values(), Decimal(0)).quantize(CENT) + shift * CENT
+    result = apportion_cents(exact, target)
+    assert sum(result.values(), Decimal(0)) == target
+    assert set(result) == set(exact)
+    assert all(value == value.quantize(CENT) for value in result.values())
