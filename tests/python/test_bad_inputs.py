@@ -455,6 +455,11 @@ def telemetry_cases(tiny_month, tmp_path_factory) -> tuple[Warehouse, Warehouse]
         "negative_fb": prom(gpu | {"__name__": "DCGM_FI_DEV_FB_USED"}, [[t0, "-5"]]),
         "year_1970": prom(gpu, [[60, "10"]]),
         "ratio_2": prom(gpu | {"__name__": "DCGM_FI_PROF_GR_ENGINE_ACTIVE"}, [[t0, "2.5"]]),
+        # the energy counter (mJ) resets when the exporter restarts: not a usage signal, moves no money
+        "energy_reset": prom(
+            gpu | {"__name__": "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"},
+            [[t0, "912345678"], [t0 + 900, "912999999"], [t0 + 1800, "1200"]],
+        ),
         # a valid GPU series on a node no bill line or kube node knows: usable telemetry, no money
         "unknown_uuid": prom(gpu | {"UUID": "GPU-never-seen"}, [[t0, "40"], [t0 + 900, "41"]]),
     }
