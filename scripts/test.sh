@@ -13,8 +13,8 @@ fi
 export DBT_SEND_ANONYMOUS_USAGE_STATS=false
 
 echo "== ruff"
-.venv/bin/ruff check src tests python_models
-.venv/bin/ruff format --check src tests python_models
+.venv/bin/ruff check src tests python_models dashboard
+.venv/bin/ruff format --check src tests python_models dashboard
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
@@ -27,6 +27,9 @@ GPUCOST_LANDING_DIR="$scratch/landing" GPUCOST_WAREHOUSE="$scratch/lint.duckdb" 
 echo "== dbt parse"
 GPUCOST_WAREHOUSE="$scratch/parse.duckdb" \
     .venv/bin/dbt parse --project-dir . --profiles-dir . --target-path "$scratch/target" >/dev/null
+
+echo "== browser for the dashboard test (Debian chromium, playwright-core via npm ci)"
+bash scripts/install_browser.sh
 
 echo "== pytest"
 .venv/bin/python -m pytest tests/python "$@"

@@ -1,0 +1,144 @@
+// Load the gpucost showback dashboard in Debian's headless chromium (playwright-core, no browser
+// download), wait until its numbers and charts have rendered, print them as JSON on stdout and save a
+// full-page screenshot.
+//
+//   node dashboard.mjs --url http://127.0.0.1:8501 --screenshot /tmp/x/dashboard.png [--timeout 90]
+//
+// With GPUCOST_UPDATE_SCREENSHOT=1 the screenshot is also copied to docs/img/dashboard.png.
+// Output: {"metrics": [{"label", "value"}...], "alerts": [...], "headers": [...], "charts": n,
+//          "tables": n, "screenshot": path, "title": ...}
+
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+import { chromium } from 'playwright-core';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const REPO = resolve(HERE, '..', '..');
+const CHROMIUM = process.env.GPUCOST_CHROMIUM || '/usr/bin/chromium';
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+const { values } = parseArgs({
+  options: {
+    url: { type: 'string', default: 'http://127.0.0.1:8501' },
+    screenshot: { type: 'string', default: join(REPO, 'target', 'screenshots', 'dashboard.png') },
+    timeout: { type: 'string', default: '90' },
+    width: { type: 'string', default: '1440' },
+  },
+});
+const timeout = Number(values.timeout) * 1000;
+const width = Number(values.width);
+
+// Sections the page always renders (see dashboard/app.py); the numbers are read once all are there.
+const SECTIONS = [
+  'Reconciliation: bill vs allocation',
+  'Cost by owner over time',
+  'GPU cost: utilised vs wasted',
+  'Idle GPU cost and who carries it',
+  'Unallocated money',
+  'Budget burn',
+  'Chargeback statement (cents)',
+];
+
+async function main() {
+  // A fresh profile every run: launchPersistentContext passes it as --user-data-dir.
+  const userDataDir = mkdtempSync(join(tmpdir(), 'gpucost-chromium-'));
+  let context;
+  try {
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ARGS,
+      viewport: { width, height: 1000 },
+      timeout,
+    });
+    const page = context.pages()[0] || (await context.newPage());
+    page.setDefaultTimeout(timeout);
+    const errors = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+
+    await page.goto(values.url, { waitUntil: 'domcontentloaded' });
+    // The last element the app writes, then every section header and the key metrics.
+    await page.waitForSelector('#gpucost-dashboard-rendered', { state: 'attached' });
+    await page.waitForFunction(
+      (sections) => {
+        const text = document.body.innerText;
+        return sections.every((section) => text.includes(section));
+      },
+      SECTIONS,
+    );
+    await page.waitForSelector('[data-testid="stMetric"]');
+    // Streamlit is idle (no script running) and every Vega chart has drawn its canvas or svg.
+    await page.waitForFunction(() => {
+      const status = document.querySelector('[data-testid="stStatusWidget"]');
+      if (status && /running/i.test(status.innerText)) return false;
+      const charts = document.querySelectorAll('[data-testid="stVegaLiteChart"]');
+      if (charts.length === 0) return false;
+      return [...charts].every((chart) => chart.querySelector('canvas, svg.marks'));
+    });
+    await page.waitForLoadState('networkidle').catch(() => {});
+
+    const result = await page.evaluate(() => {
+      const text = (element, selector) =>
+        (selector ? element.querySelector(selector) : element)?.innerText?.trim() ?? null;
+      return {
+        title: text(document, 'h1'),
+        metrics: [...document.querySelectorAll('[data-testid="stMetric"]')].map((metric) => ({
+          label: text(metric, '[data-testid="stMetricLabel"]'),
+          value: text(metric, '[data-testid="stMetricValue"]'),
+        })),
+        alerts: [...document.querySelectorAll('[data-testid="stAlert"]')].map((alert) =>
+          text(alert),
+        ),
+        headers: [...document.querySelectorAll('h2')].map((header) => text(header)),
+        charts: document.querySelectorAll('[data-testid="stVegaLiteChart"]').length,
+        tables: document.querySelectorAll('[data-testid="stDataFrame"]').length,
+        exceptions: [...document.querySelectorAll('[data-testid="stException"]')].map((item) =>
+          text(item),
+        ),
+      };
+    });
+
+    // Streamlit scrolls inside its own container, so a full-page shot of a 1000 px viewport would
+    // cut the page: grow the viewport to the content first.
+    const height = await page.evaluate(() => {
+      const main = document.querySelector('[data-testid="stMain"]') || document.scrollingElement;
+      const last = document.querySelector('#gpucost-dashboard-rendered');
+      return Math.ceil(last.getBoundingClientRect().bottom + main.scrollTop + 60);
+    });
+    await page.setViewportSize({ width, height: Math.min(Math.max(height, 1000), 16000) });
+    await page.waitForTimeout(1500);
+    const screenshot = resolve(values.screenshot);
+    mkdirSync(dirname(screenshot), { recursive: true });
+    await page.screenshot({ path: screenshot, fullPage: true });
+    result.screenshot = screenshot;
+    if (process.env.GPUCOST_UPDATE_SCREENSHOT === '1') {
+      const docs = join(REPO, 'docs', 'img', 'dashboard.png');
+      mkdirSync(dirname(docs), { recursive: true });
+      copyFileSync(screenshot, docs);
+      result.copied_to = docs;
+    }
+    result.page_errors = errors;
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  } finally {
+    if (context) await context.close();
+    rmSync(userDataDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((error) => {
+  process.stderr.write(`dashboard.mjs: ${error.stack || error}\n`);
+  process.exit(1);
+});
