@@ -32,24 +32,24 @@ bill_hashes as (
 
 ),
 {% else %}
-source as (
+    source as (
 
-    select
-        cast(null as varchar) as filename,
-        cast(null as bigint) as size,
-        cast(null as timestamp) as last_modified
-    where false
+        select
+            cast(null as varchar) as filename,
+            cast(null as bigint) as size,
+            cast(null as timestamp) as last_modified
+        where false
 
-),
+    ),
 
-bill_hashes as (
+    bill_hashes as (
 
-    select
-        cast(null as varchar) as filename,
-        cast(null as varchar) as content_md5
-    where false
+        select
+            cast(null as varchar) as filename,
+            cast(null as varchar) as content_md5
+        where false
 
-),
+    ),
 {% endif %}
 
 hashed as (
