@@ -396,18 +396,22 @@ def test_dbt_docs_generate_documents_every_mart_column(generated_warehouse: Ware
         name: {ref.split(".")[-1] for ref in exposure["depends_on"]["nodes"]}
         for name, exposure in exposures.items()
     }
+    # what dashboard/app.py (gpucost.dashboard_data) and gpucost.statements really read
     assert depends["showback_dashboard"] == {
         "fct_cost_allocation",
         "fct_chargeback_monthly",
         "fct_gpu_usage",
         "rpt_reconciliation",
+        "rpt_budget_status",
         "dim_teams",
+        "dim_projects",
     }
     assert depends["team_statements"] == {
         "fct_chargeback_monthly",
         "fct_cost_allocation",
         "dim_teams",
         "dim_projects",
+        "team_billing_modes",
     }
     assert exposures["showback_dashboard"]["type"] == "dashboard"
     assert exposures["team_statements"]["type"] == "application"
