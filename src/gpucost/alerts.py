@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import urllib.error
 import urllib.request
@@ -25,7 +24,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-MONTH_PATTERN = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+from gpucost.statements import MONTH_PATTERN, month_arg
+
 DEFAULT_TIMEOUT = 10.0
 USER_AGENT = "gpucost-alerts/0.1"
 
@@ -195,19 +195,13 @@ def cmd_alerts(args: argparse.Namespace) -> int:
     return code
 
 
-def _month_arg(value: str) -> str:
-    if not MONTH_PATTERN.fullmatch(value):
-        raise argparse.ArgumentTypeError(f"expected YYYY-MM, got {value!r}")
-    return value
-
-
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "alerts",
         help="print budget alerts (exit 1 if any); optionally POST them to a webhook",
         description=__doc__.split("\n\n")[0],
     )
-    parser.add_argument("--month", type=_month_arg, help="budget month YYYY-MM (default: latest)")
+    parser.add_argument("--month", type=month_arg, help="budget month YYYY-MM (default: latest)")
     parser.add_argument("--webhook", help="POST the alerts as JSON to this http(s) URL")
     parser.add_argument(
         "--dry-run", action="store_true", help="print the JSON payload instead of sending it"

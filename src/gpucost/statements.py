@@ -722,7 +722,8 @@ def cmd_statements(args: argparse.Namespace) -> int:
     return 0
 
 
-def _month_arg(value: str) -> str:
+def month_arg(value: str) -> str:
+    """argparse type for a YYYY-MM month (shared by `gpucost statements` and `gpucost alerts`)."""
     if not MONTH_PATTERN.fullmatch(value):
         raise argparse.ArgumentTypeError(f"expected YYYY-MM, got {value!r}")
     return value
@@ -734,7 +735,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="write each team's monthly statement (CSV + printable HTML)",
         description=__doc__.split("\n\n")[0],
     )
-    parser.add_argument("--month", type=_month_arg, help="billing month YYYY-MM (default: latest)")
+    parser.add_argument("--month", type=month_arg, help="billing month YYYY-MM (default: latest)")
     parser.add_argument("--team", help="only this team (default: every team of the month)")
     parser.add_argument(
         "--mode", choices=MODES, help="present every statement this way (default: per team, seed)"
