@@ -224,6 +224,7 @@ PLUGIN_MODULES = (
     "gpucost.focus_export",
     "gpucost.validation",
     "gpucost.gate",
+    "gpucost.benchmark",
 )
 
 
