@@ -102,11 +102,7 @@
         row_number() over (partition by filename) as source_row_number
     from read_csv(
         {{ sql_string_list(csv_files) }},
-        header = true,
-        all_varchar = true,
-        union_by_name = true,
-        filename = true,
-        nullstr = ['', 'NULL']
+        {{ text_csv_options() }}
     )
     {%- endif %}
     {%- if parquet_files %}
@@ -204,11 +200,13 @@
     union all by name
     select * from read_csv(
         {{ sql_string_list(files) }},
-        header = true,
-        all_varchar = true,
-        union_by_name = true,
-        filename = true,
-        nullstr = ['', 'NULL']
+        {{ text_csv_options() }}
     )
     {%- endif %}
+{%- endmacro %}
+
+{#- How every landed CSV is read: as text (staging types it), headers by name across files, the file
+    name kept, and both spellings of null that real exports use (empty and the literal NULL). -#}
+{% macro text_csv_options() -%}
+    header = true, all_varchar = true, union_by_name = true, filename = true, nullstr = ['', 'NULL']
 {%- endmacro %}
