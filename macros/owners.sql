@@ -52,3 +52,28 @@
         {%- endif -%}
     {%- endif -%}
 {%- endmacro %}
+
+{#- The workload field an attribution override or rule matches on (its match_field column). -#}
+{% macro attribution_field(workloads, match_field) -%}
+    coalesce(case {{ match_field }}
+        when 'workload_id' then {{ workloads }}.workload_id
+        when 'namespace' then {{ workloads }}.namespace
+        when 'pod' then {{ workloads }}.pod
+        when 'user' then {{ workloads }}.label_user_id
+        when 'team_label' then {{ workloads }}.label_team_id
+        when 'project_label' then {{ workloads }}.label_project_id
+        when 'app' then {{ workloads }}.label_app
+        when 'image_repository' then {{ workloads }}.image_repository
+        when 'cluster' then {{ workloads }}.cluster_id
+    end, '')
+{%- endmacro %}
+
+{#- The project an override or rule names: its project_id, else its pattern's first capture group. -#}
+{% macro attribution_project(workloads, matcher) -%}
+    lower(coalesce(
+        nullif(trim({{ matcher }}.project_id), ''),
+        nullif(regexp_extract(
+            {{ attribution_field(workloads, matcher ~ '.match_field') }}, {{ matcher }}.match_pattern, 1
+        ), '')
+    ))
+{%- endmacro %}

@@ -93,10 +93,29 @@ def test_untagged_share_matches_the_generator(generated_warehouse, generated_mon
     _, summary = generated_month
     ((attributed, unattributed),) = generated_warehouse.sql(
         "select count(*) filter (where attribution_method = 'pod_label'),"
-        " count(*) filter (where attribution_method = 'none') from intermediate.int_workloads"
+        " count(*) filter (where attribution_method <> 'pod_label') from intermediate.int_workloads"
     )
     assert attributed + unattributed == summary["pods"]  # every pod that ran, once
     assert 0.35 <= unattributed / (attributed + unattributed) <= 0.65
+
+
+def test_rules_attribute_untagged_workloads_and_say_which_rule(generated_warehouse):
+    # the default rule reads the project from CI image names (ghcr.io/acme/<project>-<role>)
+    rows = generated_warehouse.sql(
+        "select workloads.image_repository, workloads.project_id, workloads.label_project_id"
+        " from intermediate.int_workloads as workloads"
+        " where workloads.attribution_method = 'rule' and workloads.attribution_rule_id = 'acme-image-name'"
+    )
+    assert rows
+    for image, project, label in rows:
+        assert image.startswith(f"ghcr.io/acme/{project}-")
+        assert label is None or label != project  # only workloads without a valid label
+    ((rule_rows,),) = generated_warehouse.sql(
+        "select count(*) from marts.fct_cost_allocation"
+        " where attribution_method = 'rule' and attribution_rule_id = 'acme-image-name'"
+        " and allocation_kind in ('usage', 'idle')"
+    )
+    assert rule_rows > 0
 
 
 def test_node_lines_are_prorated_by_requested_gpu_time(generated_warehouse):

@@ -48,6 +48,7 @@ direct_and_unplaced as (
         classified.line_class as allocation_kind,
         'whole_line' as allocation_basis,
         case when classified.line_class = 'direct' then 'bill_tag' else 'none' end as attribution_method,
+        cast(null as varchar) as attribution_rule_id,
         classified.unallocated_reason,
         cast(1 as {{ money_type() }}) as allocation_ratio,
         charges.billed_cost,
@@ -73,6 +74,7 @@ usage as (
         end as allocation_kind,
         prorated.allocation_basis,
         coalesce(workloads.attribution_method, 'none') as attribution_method,
+        workloads.attribution_rule_id,
         case
             when prorated.allocation_kind = 'unallocated' then prorated.unallocated_reason
             when not coalesce(workloads.is_attributed, false)
@@ -113,6 +115,7 @@ idle as (
             when idle_spread.recipient = 'platform' then 'policy'
             else 'none'
         end as attribution_method,
+        case when idle_spread.recipient = 'workload' then workloads.attribution_rule_id end as attribution_rule_id,
         case
             when idle_spread.recipient = 'workload' and not coalesce(workloads.is_attributed, false)
                 then 'gpu_idle_share_of_' || coalesce(workloads.unattributed_reason, 'unknown_workload')

@@ -40,6 +40,7 @@ shared as (
         end as allocation_kind,
         'shared_by_effective_cost' as allocation_basis,
         case when recipient_id is null then 'none' else 'policy' end as attribution_method,
+        cast(null as varchar) as attribution_rule_id,
         case
             when recipient_id is null then unallocated_reason
             when split_part(recipient_id, '|', 2) = '{{ unallocated_owner() }}'
@@ -87,6 +88,7 @@ final as (
         allocations.allocation_kind,
         allocations.allocation_basis,
         allocations.attribution_method,
+        allocations.attribution_rule_id,
         allocations.unallocated_reason,
         cast(allocations.allocation_ratio as {{ money_type() }}) as allocation_ratio,
         cast(allocations.billed_cost as {{ money_type() }}) as billed_cost,
