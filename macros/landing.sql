@@ -150,6 +150,9 @@
             {{ sql_string_list(files) }},
             format = 'auto',
             filename = true,
+            -- one query_range response is one JSON object: a day of 1-minute DCGM for a 64-node
+            -- cluster is ~18 MB, over DuckDB's 16 MB default
+            maximum_object_size = 1073741824,
             columns = {
                 status: 'varchar',
                 data: 'struct(resultType varchar, result struct(metric map(varchar, varchar), "values" varchar[][])[])'

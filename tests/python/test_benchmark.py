@@ -1,0 +1,149 @@
+"""Smoke test of ``gpucost benchmark`` on a tiny tier: it runs, and its CSV is consistent.
+
+Not a timed test: no assertion on how fast anything is, only that times are measured (positive)
+and that the ratios are the ones the columns imply."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import pytest
+
+from gpucost import benchmark
+from gpucost.cli import main
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("benchmark")
+    out, scratch = root / "out", root / "scratch"
+    code = main(
+        [
+            "benchmark",
+            "--tiers",
+            "2",
+            "--days",
+            "2",
+            "--steps",
+            "900",
+            "--out",
+            str(out),
+            "--scratch",
+            str(scratch),
+        ]
+    )
+    with (out / "benchmark.csv").open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        return code, reader.fieldnames, list(reader), out, scratch
+
+
+def test_benchmark_exits_zero_and_writes_csv_and_plot(tiny_run):
+    code, fieldnames, rows, out, scratch = tiny_run
+    assert code == 0
+    assert fieldnames == benchmark.CSV_COLUMNS
+    assert len(rows) == 1
+    assert (out / "benchmark.png").is_file() or (out / "benchmark.svg").is_file()
+    # Without --keep the tier's landing zone and warehouse are deleted.
+    assert not any(scratch.iterdir())
+
+
+def test_benchmark_row_measures(tiny_run):
+    _, _, rows, _, _ = tiny_run
+    row = rows[0]
+    assert (row["nodes"], row["days"], row["step_seconds"]) == ("2", "2", "900")
+    for column in ("generate_s", "floor_s", "full_build_s", "incremental_s"):
+        assert float(row[column]) > 0, column
+    for column in ("full_peak_rss_mb", "incremental_peak_rss_mb"):
+        # dbt + DuckDB in one Python process: tens of MB at the very least.
+        assert float(row[column]) > 20, column
+    assert float(row["landing_mb"]) > 0 and float(row["heldback_mb"]) > 0
+    # The floor scanned only the landed day; the held-back day came in for the incremental build.
+    assert 0 < int(row["dcgm_samples"]) < int(row["dcgm_samples_total"])
+    assert int(row["dcgm_samples_total"]) % 4 == 0  # 4 DCGM metrics per GPU-step
+    assert int(row["floor_node_hours"]) > 0
+    assert 0 < int(row["hourly_rows_full"]) < int(row["hourly_rows_incremental"])
+    assert int(row["nproc"]) >= 1 and row["duckdb"] and row["dbt_core"] and row["cpu_model"]
+
+
+def test_benchmark_ratios_follow_from_the_columns(tiny_run):
+    _, _, rows, _, _ = tiny_run
+    row = rows[0]
+    assert math.isclose(
+        float(row["build_over_floor"]),
+        float(row["full_build_s"]) / float(row["floor_s"]),
+        rel_tol=1e-4,
+    )
+    assert math.isclose(
+        float(row["incremental_over_full"]),
+        float(row["incremental_s"]) / float(row["full_build_s"]),
+        rel_tol=1e-4,
+    )
+    # A single tier has no previous tier to grow from.
+    assert row["growth_data_ratio"] == row["growth_time_ratio"] == ""
+
+
+def test_growth_ratios_compare_tiers_at_the_same_step():
+    def row(nodes, step, samples, full):
+        return {
+            "nodes": nodes,
+            "step_seconds": step,
+            "dcgm_samples": samples,
+            "floor_s": 1.0,
+            "full_build_s": full,
+            "incremental_s": full / 10,
+        }
+
+    rows = [row(128, 60, 8000, 44.0), row(16, 60, 1000, 4.0), row(16, 15, 4000, 8.0)]
+    benchmark.add_ratios(rows)
+    big, small, fine = rows
+    assert small["growth_data_ratio"] is None and fine["growth_data_ratio"] is None
+    assert big["growth_data_ratio"] == 8.0
+    assert big["growth_time_ratio"] == 11.0
+    assert big["growth_time_over_data"] == 11.0 / 8.0
+    assert big["build_over_floor"] == 44.0 and big["incremental_over_full"] == pytest.approx(0.1)
+
+
+def test_hold_back_moves_only_the_last_days_metrics(tmp_path):
+    landing, held = tmp_path / "landing", tmp_path / "held"
+    for kind in ("dcgm", "kube"):
+        for date in ("2026-10-01", "2026-10-02"):
+            folder = landing / "metrics" / kind / "c1" / date
+            folder.mkdir(parents=True)
+            (folder / "m.json").write_text("{}")
+    (landing / "billing").mkdir()
+    moved = benchmark.hold_back_last_day(landing, held, "2026-10-01", 2)
+    assert sorted(p.relative_to(held).as_posix() for p in moved) == [
+        "metrics/dcgm/c1/2026-10-02",
+        "metrics/kube/c1/2026-10-02",
+    ]
+    assert sorted(p.name for p in landing.glob("metrics/*/c1/*")) == ["2026-10-01", "2026-10-01"]
+    benchmark.land_held_back(landing, held)
+    assert len(list(landing.glob("metrics/*/c1/*/m.json"))) == 4
+    assert not list(held.glob("metrics/*/*/*"))
+
+
+def test_benchmark_rejects_a_single_day(capsys):
+    assert main(["benchmark", "--tiers", "2", "--days", "1"]) == 2
+    assert "--days must be >= 2" in capsys.readouterr().err
+
+
+def test_a_failed_build_exits_one_and_keeps_the_scratch(tmp_path, monkeypatch, capsys):
+    calls = []
+
+    def failing_build(project_dir, landing, warehouse, work, log):
+        calls.append(log.name)
+        log.write_text("simulated dbt failure\n")
+        return 2, 0.1, 0.0
+
+    monkeypatch.setattr(benchmark, "run_dbt_build", failing_build)
+    scratch = tmp_path / "scratch"
+    args = ["benchmark", "--tiers", "2", "--days", "2", "--steps", "900"]
+    code = main([*args, "--out", str(tmp_path / "out"), "--scratch", str(scratch)])
+    assert code == 1
+    assert calls == ["full_build.log"]
+    assert "dbt build failed (exit 2)" in capsys.readouterr().err
+    # The failed tier's landing zone and log are left for inspection; no CSV for zero tiers.
+    assert (scratch / "n2_s900_d2" / "full_build.log").is_file()
+    assert (scratch / "n2_s900_d2" / "landing" / "metrics").is_dir()
+    assert not (tmp_path / "out" / "benchmark.csv").exists()
