@@ -152,7 +152,7 @@
             filename = true,
             -- one query_range response is one JSON object: a day of 1-minute DCGM for a 64-node
             -- cluster is ~18 MB, over DuckDB's 16 MB default
-            maximum_object_size = 1073741824,
+            maximum_object_size = 268435456,
             columns = {
                 status: 'varchar',
                 data: 'struct(resultType varchar, result struct(metric map(varchar, varchar), "values" varchar[][])[])'
