@@ -85,6 +85,7 @@ with responses as (
         $files,
         format = 'auto',
         filename = true,
+        maximum_object_size = 268435456,
         columns = {
             status: 'varchar',
             data: '__DATA_TYPE__'
@@ -324,18 +325,11 @@ def _run_measured(command: list[str], env: dict[str, str], cwd: Path, log: Path)
     return process.returncode, seconds, peak_kb / 1024
 
 
-def _dbt_executable() -> str:
-    local = Path(sys.executable).with_name("dbt")
-    return str(local) if local.exists() else (shutil.which("dbt") or "dbt")
-
-
 def run_dbt_build(project_dir: Path, landing: Path, warehouse: Path, work: Path, log: Path):
-    env = os.environ | {
-        "GPUCOST_LANDING_DIR": str(landing),
-        "GPUCOST_WAREHOUSE": str(warehouse),
-        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-    }
-    command = [_dbt_executable(), "build", "--project-dir", str(project_dir)]
+    from gpucost.cli import dbt_env, dbt_executable
+
+    env = dbt_env(landing, warehouse)
+    command = [dbt_executable(), "build", "--project-dir", str(project_dir)]
     command += ["--profiles-dir", str(project_dir)]
     command += ["--target-path", str(work / "target"), "--log-path", str(work / "logs")]
     return _run_measured(command, env, project_dir, log)

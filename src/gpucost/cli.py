@@ -91,19 +91,29 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_dbt(project_dir: Path, landing: Path, warehouse: Path, dbt_args: list[str]) -> int:
-    """Run ``dbt build`` (or the given dbt command) on the project; returns dbt's exit code."""
-    warehouse.parent.mkdir(parents=True, exist_ok=True)
-    env = os.environ | {
+def dbt_executable() -> str:
+    """The dbt of this Python environment (its venv's bin), else the one on PATH."""
+    return (
+        shutil.which("dbt", path=str(Path(sys.executable).parent)) or shutil.which("dbt") or "dbt"
+    )
+
+
+def dbt_env(landing: Path, warehouse: Path) -> dict[str, str]:
+    """The environment a dbt run of this project needs: which landing zone, which warehouse file."""
+    return os.environ | {
         "GPUCOST_LANDING_DIR": str(landing),
         "GPUCOST_WAREHOUSE": str(warehouse),
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
     }
-    dbt = shutil.which("dbt", path=str(Path(sys.executable).parent)) or shutil.which("dbt") or "dbt"
-    command = [dbt, *(dbt_args or ["build"]), "--project-dir", str(project_dir)]
+
+
+def run_dbt(project_dir: Path, landing: Path, warehouse: Path, dbt_args: list[str]) -> int:
+    """Run ``dbt build`` (or the given dbt command) on the project; returns dbt's exit code."""
+    warehouse.parent.mkdir(parents=True, exist_ok=True)
+    command = [dbt_executable(), *(dbt_args or ["build"]), "--project-dir", str(project_dir)]
     command += ["--profiles-dir", str(project_dir)]
     print("$ " + " ".join(command), flush=True)
-    return subprocess.call(command, cwd=project_dir, env=env)
+    return subprocess.call(command, cwd=project_dir, env=dbt_env(landing, warehouse))
 
 
 def cmd_build(args: argparse.Namespace) -> int:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import decimal
-import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,13 +44,10 @@ class Warehouse:
 
 
 def run_dbt(landing: Path, warehouse: Path, work: Path, *args: str) -> subprocess.CompletedProcess:
-    env = os.environ | {
-        "GPUCOST_LANDING_DIR": str(landing),
-        "GPUCOST_WAREHOUSE": str(warehouse),
-        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-    }
-    dbt = Path(sys.executable).with_name("dbt")
-    command = [str(dbt) if dbt.exists() else "dbt", *args]
+    from gpucost.cli import dbt_env, dbt_executable
+
+    env = dbt_env(landing, warehouse)
+    command = [dbt_executable(), *args]
     command += ["--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR)]
     command += ["--target-path", str(work / "target"), "--log-path", str(work / "logs")]
     return subprocess.run(

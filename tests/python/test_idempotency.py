@@ -10,13 +10,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from gpucost.cli import dbt_env, dbt_executable
 from tests.python.conftest import PROJECT_DIR, run_dbt
 
 pytestmark = pytest.mark.warehouse
@@ -52,15 +52,11 @@ def test_landing_every_file_twice_changes_no_mart(generated_warehouse, tmp_path)
 
 def test_a_build_killed_midway_then_rerun_gives_identical_marts(generated_warehouse, tmp_path):
     warehouse = tmp_path / "killed.duckdb"
-    env = os.environ | {
-        "GPUCOST_LANDING_DIR": str(generated_warehouse.landing),
-        "GPUCOST_WAREHOUSE": str(warehouse),
-        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-    }
+    env = dbt_env(generated_warehouse.landing, warehouse)
     log = tmp_path / "killed.log"
     with log.open("w") as handle:
         process = subprocess.Popen(
-            [str(Path(sys.executable).with_name("dbt")), "build", "--project-dir", str(PROJECT_DIR),
+            [dbt_executable(), "build", "--project-dir", str(PROJECT_DIR),
              "--profiles-dir", str(PROJECT_DIR), "--target-path", str(tmp_path / "target")],
             cwd=PROJECT_DIR, env=env, stdout=handle, stderr=subprocess.STDOUT,
             start_new_session=True,
