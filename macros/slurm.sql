@@ -1,0 +1,77 @@
+{#- Slurm accounting dumps: `sacct --parsable2` output (a header line, then `|`-separated fields, no quoting),
+    one row per line with the header it sits under. Files are read as text and split here rather than by
+    read_csv, so a line whose free text (SubmitLine, Comment) holds a `|` is kept and quarantined with a
+    reason instead of failing the build or being skipped. -#}
+{% macro read_slurm_sacct(relative_dir) -%}
+    {%- set files = distinct_content_files(landing_files(relative_dir ~ '/**/*')) -%}
+    {%- if files %}
+    with
+
+    files as (
+
+        select
+            filename,
+            string_split(replace(content, chr(13), ''), chr(10)) as lines
+        from read_text({{ sql_string_list(files) }})
+
+    ),
+
+    numbered as (
+
+        select
+            filename,
+            unnest(lines) as line,
+            unnest(generate_series(1, len(lines))) as line_number
+        from files
+
+    ),
+
+    headers as (
+
+        select
+            filename,
+            list_transform(string_split(line, '|'), lambda h: lower(trim(h))) as header
+        from numbered
+        where line_number = 1
+
+    )
+
+    select
+        numbered.filename,
+        numbered.line_number as source_row_number,
+        headers.header,
+        string_split(numbered.line, '|') as fields,
+        numbered.line
+    from numbered
+    inner join headers on numbered.filename = headers.filename
+    where numbered.line_number > 1 and trim(numbered.line) <> ''
+    {%- else %}
+    select
+        cast(null as varchar) as filename,
+        cast(null as bigint) as source_row_number,
+        cast(null as varchar[]) as header,
+        cast(null as varchar[]) as fields,
+        cast(null as varchar) as line
+    where false
+    {%- endif %}
+{%- endmacro %}
+
+{#- A field of a sacct line by its header name (case-insensitive); null when the dump lacks the column
+    and for empty fields. -#}
+{% macro sacct_field(name) -%}
+    nullif(trim(fields[list_position(header, '{{ name | lower }}')]), '')
+{%- endmacro %}
+
+{#- Slurm prints times in the controller's local time without an offset; Unknown / None mean not yet. -#}
+{% macro sacct_timestamp(text) -%}
+    cast(
+        try_cast(
+            case when {{ text }} not in ('Unknown', 'None') then replace({{ text }}, 'T', ' ') end as timestamp
+        ) at time zone '{{ var("gpucost_slurm_timezone") }}' at time zone 'UTC'
+    as timestamp)
+{%- endmacro %}
+
+{#- A TRES count from AllocTRES, e.g. tres_count('alloc_tres', 'cpu') on 'billing=32,cpu=32,...'. -#}
+{% macro sacct_tres(tres, key) -%}
+    try_cast(regexp_extract({{ tres }}, '(^|,){{ key }}=([0-9]+)', 2) as bigint)
+{%- endmacro %}
