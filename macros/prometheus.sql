@@ -29,3 +29,24 @@
         else {{ gap_seconds }}
     end
 {%- endmacro %}
+
+{#- The part of a physical GPU a MIG instance profile stands for ('3g.40gb' -> 3/7 of compute by default, or
+    40 GB out of the model's memory under var gpucost_mig_share: memory); 1 when there is no profile. -#}
+{% macro mig_share(profile, model) -%}
+    {%- set slices = var('gpucost_mig_compute_slices') -%}
+    case
+        when {{ profile }} is null then 1.0
+        {%- if var('gpucost_mig_share') == 'memory' %}
+        when try_cast(regexp_extract({{ profile }}, '\.([0-9]+)gb', 1) as double) > 0
+            and try_cast(regexp_extract({{ model }}, '([0-9]+) ?GB', 1) as double) > 0
+            then least(
+                try_cast(regexp_extract({{ profile }}, '\.([0-9]+)gb', 1) as double)
+                / try_cast(regexp_extract({{ model }}, '([0-9]+) ?GB', 1) as double),
+                1.0
+            )
+        {%- endif %}
+        when try_cast(regexp_extract({{ profile }}, '^([0-9]+)g', 1) as double) > 0
+            then least(try_cast(regexp_extract({{ profile }}, '^([0-9]+)g', 1) as double) / {{ slices }}, 1.0)
+        else 1.0
+    end
+{%- endmacro %}

@@ -35,7 +35,7 @@ MODE_LABELS = {
     "chargeback": "Amount to be charged",
     "showback": "For information - not charged",
 }
-ATTRIBUTION_METHODS = ("bill_tag", "pod_label", "policy", "none")
+ATTRIBUTION_METHODS = ("bill_tag", "pod_label", "slurm_account", "policy", "none")
 KIND_LABELS = {
     "direct": "Tagged bill lines",
     "usage": "GPU time of the project's workloads",
@@ -59,6 +59,7 @@ POLICY_LABELS = {
 METHOD_LABELS = {
     "bill_tag": "a project tag on the bill line",
     "pod_label": "the workload's project label (Kubernetes)",
+    "slurm_account": "the Slurm job's account",
     "policy": "an allocation policy (shared overheads)",
     "none": "not attributed (unallocated)",
 }

@@ -12,9 +12,38 @@ charges as (
 
 ),
 
-nodes as (
+kube_nodes as (
 
     select * from {{ ref('stg_kube__nodes') }}
+
+),
+
+gpu_nodes as (
+
+    select * from {{ ref('int_gpu_nodes') }}
+
+),
+
+nodes as (
+
+    -- kube nodes (the bill names the instance behind them), and GPU nodes outside kube (Slurm, bare metal)
+    -- that the bill names by host name
+    select
+        node_id,
+        cluster_id,
+        node_name,
+        instance_id,
+        provider_id
+    from kube_nodes
+    union all
+    select
+        node_id,
+        cluster_id,
+        node_name,
+        null as instance_id,
+        null as provider_id
+    from gpu_nodes
+    where node_id not in (select kube_nodes.node_id from kube_nodes)
 
 ),
 

@@ -94,9 +94,13 @@ final as (
 
     select distinct
         records.allocation_id,
+        -- the workload, shaped like a pod's <cluster>/<namespace>/<name>: <cluster>/slurm/<JobID>
+        records.cluster_id || '/slurm/' || records.job_id_text as workload_id,
         records.cluster_id || '/' || hosts.node_name as node_id,
         records.cluster_id,
         hosts.node_name,
+        records.job_id_text,
+        records.job_id_raw,
         records.job_name,
         records.user_name,
         records.account,
@@ -106,6 +110,11 @@ final as (
         cast(records.gpu_count as decimal(18, 6)) / node_counts.allocation_node_count as gpus_on_node,
         node_counts.allocation_node_count,
         records.started_at,
+        -- a running job has no End yet: it holds its nodes for the Elapsed so far
+        coalesce(
+            records.ended_at,
+            records.started_at + to_seconds(coalesce(records.elapsed_seconds, 0))
+        ) as held_until_at,
         records.ended_at
     from records
     inner join hosts on records.allocation_id = hosts.allocation_id

@@ -1,5 +1,12 @@
 -- GPU-milliseconds per cluster, node, hour and workload: what DCGM saw (allocated, busy) and what
--- kube-state-metrics says the pod requested. The row with a null workload_id is the node's unassigned GPU time.
+-- kube-state-metrics says the pod requested (or Slurm says the job held). The row with a null workload_id is
+-- the node's unassigned GPU time.
+-- A GPU slot is a GPU, or one MIG instance of it: its time counts at the instance's share of the GPU
+-- (gpu_share, e.g. 1/7 for 1g.10gb). Several tenants on one slot at the same time (time-sliced or MPS
+-- replicas, each with its own series; Slurm jobs sharing a node without an hpc_job label) split that slot's
+-- time evenly (Slurm: by GPUs held) or, under var gpucost_shared_gpu_split: used, by measured busy share.
+-- Samples without a pod are matched to the Slurm allocation on the node at that time (by the exporter's
+-- hpc_job label when present).
 -- Each sample stands for the time until the series' next sample, at most the series' own step when a gap
 -- is longer than gpucost_max_sample_gap_seconds (telemetry missing is not usage).
 -- Incremental: a run recomputes whole hours from (latest hour built - gpucost_lookback_hours) on, so late
@@ -41,6 +48,31 @@ pod_requests as (
 
 ),
 
+slurm_allocation_nodes as (
+
+    select * from {{ ref('int_slurm_allocation_nodes') }}
+
+),
+
+slurm_requests as (
+
+    select * from {{ ref('int_slurm_usage_hourly') }}
+    where hour_start_epoch >= {{ cutoff }}
+
+),
+
+node_models as (
+
+    -- the GPU model of each node, to price MIG requests by the same share as the instances' samples
+    select
+        cluster_id,
+        node_name,
+        max(gpu_model) as gpu_model
+    from dcgm_samples
+    group by 1, 2
+
+),
+
 -- The exporter names the pod, not its uid: the incarnation alive at the sample's time is the workload.
 pod_matches as (
 
@@ -61,7 +93,7 @@ pod_matches as (
 
 ),
 
-gpu_samples as (
+pod_samples as (
 
     select
         * exclude (matched_workload_id, match_rank),
@@ -71,12 +103,83 @@ gpu_samples as (
 
 ),
 
+slurm_matches as (
+
+    -- a sample without a pod: the Slurm allocation(s) holding the node then (the one named by hpc_job if any)
+    select
+        pod_samples.* exclude (workload_id),  -- noqa: RF02
+        slurm_allocation_nodes.workload_id,
+        slurm_allocation_nodes.gpus_on_node as tenant_weight
+    from pod_samples
+    inner join slurm_allocation_nodes
+        on
+        pod_samples.cluster_id = slurm_allocation_nodes.cluster_id
+        and pod_samples.node_name = slurm_allocation_nodes.node_name
+        and pod_samples.sampled_epoch >= {{ epoch_seconds('slurm_allocation_nodes.started_at') }}
+        and pod_samples.sampled_epoch < {{ epoch_seconds('slurm_allocation_nodes.held_until_at') }}
+        and (
+            pod_samples.hpc_job is null
+            or pod_samples.hpc_job in (slurm_allocation_nodes.job_id_raw, slurm_allocation_nodes.job_id_text)
+        )
+    where pod_samples.pod is null
+
+),
+
+tenants as (
+
+    select
+        *,
+        1.0 as tenant_weight
+    from pod_samples
+    where
+        pod is not null
+        or not exists (
+            select 1 from slurm_matches
+            where
+                slurm_matches.cluster_id = pod_samples.cluster_id
+                and slurm_matches.gpu_uuid = pod_samples.gpu_uuid
+                and slurm_matches.gpu_instance_id is not distinct from pod_samples.gpu_instance_id
+                and slurm_matches.sampled_epoch = pod_samples.sampled_epoch
+        )
+    union all by name
+    select * from slurm_matches
+
+),
+
+gpu_samples as (
+
+    -- each tenant's part of its slot's sample: even (by tenant weight) or by measured busy share
+    select
+        *,
+        gpu_uuid || coalesce('/' || gpu_instance_id, '') as gpu_slot,
+        case
+            when
+                '{{ var("gpucost_shared_gpu_split") }}' = 'used'
+                and sum(busy_ratio * tenant_weight) over slot_sample > 0
+                then busy_ratio * tenant_weight / sum(busy_ratio * tenant_weight) over slot_sample
+            else tenant_weight / sum(tenant_weight) over slot_sample
+        end as tenant_share,
+        -- the busy part of the tenant's share: a pod's own series under the `used` split measures that pod
+        -- (at most its share); otherwise the series is the whole slot's, shared like its time
+        case
+            when '{{ var("gpucost_shared_gpu_split") }}' = 'used' and pod is not null
+                then least(
+                        busy_ratio,
+                        busy_ratio * tenant_weight / nullif(sum(busy_ratio * tenant_weight) over slot_sample, 0)
+                    )
+            else busy_ratio * tenant_weight / sum(tenant_weight) over slot_sample
+        end as used_share
+    from tenants
+    window slot_sample as (partition by cluster_id, node_name, gpu_uuid, gpu_instance_id, sampled_epoch)
+
+),
+
 gpu_times as (
 
     select distinct
         cluster_id,
         node_name,
-        gpu_uuid,
+        gpu_slot,
         sampled_epoch
     from gpu_samples
 
@@ -87,7 +190,7 @@ gpu_gaps as (
     select
         *,
         lead(sampled_epoch) over (
-            partition by cluster_id, node_name, gpu_uuid order by sampled_epoch
+            partition by cluster_id, node_name, gpu_slot order by sampled_epoch
         ) - sampled_epoch as gap_seconds
     from gpu_times
 
@@ -98,7 +201,7 @@ gpu_steps as (
     select
         cluster_id,
         node_name,
-        gpu_uuid,
+        gpu_slot,
         min(case when gap_seconds > 0 then gap_seconds end) as step_seconds
     from gpu_gaps
     group by 1, 2, 3
@@ -110,14 +213,14 @@ gpu_durations as (
     select
         gpu_gaps.cluster_id,
         gpu_gaps.node_name,
-        gpu_gaps.gpu_uuid,
+        gpu_gaps.gpu_slot,
         gpu_gaps.sampled_epoch,
         {{ sample_duration('gpu_gaps.gap_seconds', 'gpu_steps.step_seconds') }} as duration_seconds
     from gpu_gaps
     inner join gpu_steps
         on gpu_gaps.cluster_id = gpu_steps.cluster_id
         and gpu_gaps.node_name = gpu_steps.node_name
-        and gpu_gaps.gpu_uuid = gpu_steps.gpu_uuid
+        and gpu_gaps.gpu_slot = gpu_steps.gpu_slot
 
 ),
 
@@ -129,13 +232,18 @@ gpu_hourly as (
         {{ epoch_hour_floor('gpu_samples.sampled_epoch') }} as hour_start_epoch,
         gpu_samples.workload_id,
         count(distinct gpu_samples.gpu_uuid) as gpu_count,
-        sum(gpu_durations.duration_seconds * 1000) as gpu_ms,
-        sum(cast(round(gpu_durations.duration_seconds * 1000 * gpu_samples.busy_ratio) as bigint)) as used_gpu_ms
+        -- integer milliseconds per sample first, then summed: the same total whatever the summing order
+        sum(cast(round(
+            gpu_durations.duration_seconds * 1000 * gpu_samples.gpu_share * gpu_samples.tenant_share
+        ) as bigint)) as gpu_ms,
+        sum(cast(round(
+            gpu_durations.duration_seconds * 1000 * gpu_samples.gpu_share * coalesce(gpu_samples.used_share, 0)
+        ) as bigint)) as used_gpu_ms
     from gpu_samples
     inner join gpu_durations
         on gpu_samples.cluster_id = gpu_durations.cluster_id
         and gpu_samples.node_name = gpu_durations.node_name
-        and gpu_samples.gpu_uuid = gpu_durations.gpu_uuid
+        and gpu_samples.gpu_slot = gpu_durations.gpu_slot
         and gpu_samples.sampled_epoch = gpu_durations.sampled_epoch
     group by 1, 2, 3, 4
 
@@ -172,15 +280,27 @@ requests_hourly as (
         {{ epoch_hour_floor('request_gaps.sampled_epoch') }} as hour_start_epoch,
         request_gaps.workload_id,
         sum(cast(round(
-            request_gaps.requested_gpus * 1000
+            request_gaps.requested_gpus * {{ mig_share('request_gaps.mig_profile', 'node_models.gpu_model') }} * 1000
             * {{ sample_duration('request_gaps.gap_seconds', 'request_steps.step_seconds') }}
         ) as bigint)) as requested_gpu_ms
     from request_gaps
     inner join request_steps
         on request_gaps.workload_id = request_steps.workload_id
         and request_gaps.container is not distinct from request_steps.container
+    -- node_models is read by mig_share under gpucost_mig_share: memory
+    left join node_models  -- noqa: ST11
+        on request_gaps.cluster_id = node_models.cluster_id
+        and request_gaps.node_name = node_models.node_name
     where request_gaps.requested_gpus > 0
     group by 1, 2, 3, 4
+    union all
+    select
+        cluster_id,
+        node_name,
+        hour_start_epoch,
+        workload_id,
+        requested_gpu_ms
+    from slurm_requests
 
 ),
 

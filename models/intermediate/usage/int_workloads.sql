@@ -1,6 +1,7 @@
 -- One row per workload (pod incarnation) seen in GPU telemetry or kube labels, with its owner resolved in
 -- this order, the first that names a known project winning:
---   1. a valid explicit tag: the project label (unknown ids and typos are not trusted, only reported)
+--   1. a valid explicit tag: the pod's project label, or a Slurm job's Account (unknown ids and typos are not
+--      trusted, only reported)
 --   2. a human override (seed attribution_overrides: a pattern on a workload field -> project, who, why)
 --   3. a declarative rule (seed attribution_rules, lowest priority first; a rule may take the project from
 --      its regex's first capture group)
@@ -23,6 +24,24 @@ pod_labels as (
 containers as (
 
     select * from {{ ref('stg_kube__pod_containers') }}
+
+),
+
+slurm_allocation_nodes as (
+
+    select * from {{ ref('int_slurm_allocation_nodes') }}
+
+),
+
+slurm_jobs as (
+
+    select
+        workload_id,
+        min(account) as account,
+        min(user_name) as user_name,
+        min(job_name) as job_name
+    from slurm_allocation_nodes
+    group by 1
 
 ),
 
@@ -84,14 +103,16 @@ labelled as (
         workload_ids.cluster_id,
         split_part(workload_ids.workload_id, '/', 2) as namespace,
         split_part(workload_ids.workload_id, '/', 3) as pod,
-        lower(trim(pod_labels.label_project_id)) as label_project_id,
+        lower(trim(coalesce(pod_labels.label_project_id, slurm_jobs.account))) as label_project_id,
         lower(trim(pod_labels.label_team_id)) as label_team_id,
-        lower(trim(pod_labels.label_user_id)) as label_user_id,
-        pod_labels.label_app,
-        images.image_repository
+        lower(trim(coalesce(pod_labels.label_user_id, slurm_jobs.user_name))) as label_user_id,
+        coalesce(pod_labels.label_app, slurm_jobs.job_name) as label_app,
+        images.image_repository,
+        slurm_jobs.workload_id is not null as is_slurm_job
     from workload_ids
     left join pod_labels on workload_ids.workload_id = pod_labels.workload_id
     left join images on workload_ids.workload_id = images.workload_id
+    left join slurm_jobs on workload_ids.workload_id = slurm_jobs.workload_id
 
 ),
 
@@ -170,6 +191,7 @@ owned as (
         resolved.*,
         coalesce(resolved.label_project_valid, resolved.candidate_project_id) as project_id,
         case
+            when resolved.label_project_valid is not null and resolved.is_slurm_job then 'slurm_account'
             when resolved.label_project_valid is not null then 'pod_label'
             when resolved.candidate_source is not null then resolved.candidate_source
             else 'none'

@@ -1,10 +1,15 @@
--- GPU requests of pod containers over time (kube_pod_container_resource_requests, resource nvidia_com_gpu).
+-- GPU requests of pod containers over time (kube_pod_container_resource_requests): whole GPUs
+-- (nvidia_com_gpu), time-sliced replicas under a renamed resource (nvidia_com_gpu_shared, one replica each),
+-- and MIG instances (nvidia_com_mig_1g_10gb; the profile is kept so usage can price the slice).
 with
 
 source as (
 
     select * from {{ ref('base_kube__samples') }}
-    where metric_name = 'kube_pod_container_resource_requests' and quarantine_reason is null
+    where
+        metric_name = 'kube_pod_container_resource_requests'
+        and quarantine_reason is null
+        and regexp_matches(labels['resource'], '^nvidia(_com_|\.com/)(gpu|gpu_shared|gpu\.shared|mig[-_].+)$')
 
 ),
 
@@ -17,10 +22,14 @@ final as (
         {{ prom_label('pod') }} as pod,
         {{ prom_label('container') }} as container,
         {{ prom_label('node') }} as node_name,
+        labels['resource'] as gpu_resource,
+        -- nvidia_com_mig_3g_40gb / nvidia.com/mig-3g.40gb -> 3g.40gb
+        nullif(regexp_replace(
+            regexp_extract(labels['resource'], 'mig[-_]([0-9]+g[._][0-9]+gb)', 1), '_', '.'
+        ), '') as mig_profile,
         try_cast(sample_value as double) as requested_gpus,
         sampled_epoch
     from source
-    where labels['resource'] in ('nvidia_com_gpu', 'nvidia.com/gpu')
 
 )
 

@@ -26,6 +26,11 @@ labelled as (
         {{ prom_label('namespace') }} as namespace,
         {{ prom_label('pod') }} as pod,
         {{ prom_label('container') }} as container,
+        -- MIG: the GPU instance a series is about (dcgm-exporter labels GPU_I_ID / GPU_I_PROFILE)
+        {{ prom_label('GPU_I_ID') }} as gpu_instance_id,
+        {{ prom_label('GPU_I_PROFILE') }} as gpu_instance_profile,
+        -- HPC: the Slurm job id dcgm-exporter's --hpc-job-mapping-dir attaches to a GPU
+        {{ prom_label('hpc_job') }} as hpc_job,
         cast(round(sampled_epoch) as bigint) as sampled_epoch,
         try_cast(sample_value as double) as sample_value,
         sample_value as sample_value_raw,
