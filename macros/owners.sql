@@ -77,3 +77,9 @@
         ), '')
     ))
 {%- endmacro %}
+
+{#- The scope a reservation is weighed in: the cluster and the bill line's period. -#}
+{% macro reservation_scope_key(lines) -%}
+    'reservation:' || {{ lines }}.cluster_id || '|' || cast({{ lines }}.period_start_epoch as varchar)
+    || '|' || cast({{ lines }}.period_end_epoch as varchar)
+{%- endmacro %}

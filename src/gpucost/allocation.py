@@ -233,6 +233,89 @@ def spread_idle(
     return out
 
 
+def claim_reserved_idle(
+    idle_rows: Iterable[Row], claims: Iterable[Row]
+) -> tuple[list[Row], list[Row]]:
+    """Reserved-but-unused GPU time pays for idle first; the rest of the idle goes on to the policy.
+
+    Teams that hold a reservation (a quota, like Slurm GrpTRES or a Kubernetes ResourceQuota) keep
+    that capacity from others, so the part of it they left unused is theirs to pay for.
+
+    ``idle_rows``: ``charge_id``, ``reservation_scope_key`` (the cluster and the line's period),
+    ``idle_gpu_ms`` (the row's idle GPU time), ``billed_cost``, ``effective_cost``,
+    ``allocation_ratio``; other keys pass through to the remaining rows.
+    ``claims``: ``reservation_scope_key``, ``reservation_id``, ``team_id``, ``project_id``,
+    ``unused_gpu_ms`` (reserved minus what the team used in that scope, never negative).
+
+    Within a scope with idle ``I`` and unused reservations ``U`` in all, the holders claim
+    ``C = min(U, I)``: every idle row of the scope gives the share ``C / I`` of its money, split
+    between the holders in proportion to their unused time (rows with ``recipient`` =
+    ``reservation``); what is left of each row is returned for :func:`spread_idle`. The reserved
+    and remaining rows of each idle row sum exactly to it.
+    """
+    by_scope: dict[str, dict[tuple[str, str, str], int]] = defaultdict(dict)
+    for claim in claims:
+        unused = int(claim.get("unused_gpu_ms") or 0)
+        if unused > 0:
+            key = (claim["reservation_id"], claim["team_id"], claim["project_id"])
+            holders = by_scope[claim["reservation_scope_key"]]
+            holders[key] = holders.get(key, 0) + unused
+    rows = list(idle_rows)
+    idle_by_scope: dict[str, int] = defaultdict(int)
+    for row in rows:
+        idle_by_scope[row.get("reservation_scope_key")] += max(int(row.get("idle_gpu_ms") or 0), 0)
+
+    reserved: list[Row] = []
+    remaining: list[Row] = []
+    for row in rows:
+        scope = row.get("reservation_scope_key")
+        holders = by_scope.get(scope, {})
+        idle_total = idle_by_scope.get(scope, 0)
+        claimed = min(sum(holders.values()), idle_total)
+        if not holders or claimed <= 0 or int(row.get("idle_gpu_ms") or 0) <= 0:
+            remaining.append(row)
+            continue
+        ratio_units = to_units(row["allocation_ratio"])
+        halves = _split_row(
+            row["billed_cost"],
+            row["effective_cost"],
+            ratio_units,
+            {"claimed": claimed, "rest": idle_total - claimed},
+        )
+        billed, effective, ratio = halves["claimed"]
+        parts = _split_row(billed, effective, to_units(ratio), holders)
+        for (reservation_id, team_id, project_id), (p_billed, p_effective, p_ratio) in sorted(
+            parts.items()
+        ):
+            reserved.append(
+                {
+                    "charge_id": row["charge_id"],
+                    "workload_id": None,
+                    "recipient": "reservation",
+                    "idle_policy": "reservation",
+                    "reservation_id": reservation_id,
+                    "team_id": team_id,
+                    "project_id": project_id,
+                    "scope_key": scope,
+                    "idle_reason": None,
+                    "billed_cost": p_billed,
+                    "effective_cost": p_effective,
+                    "allocation_ratio": p_ratio,
+                }
+            )
+        rest_billed, rest_effective, rest_ratio = halves["rest"]
+        if rest_billed or rest_effective or rest_ratio:
+            remaining.append(
+                row
+                | {
+                    "billed_cost": rest_billed,
+                    "effective_cost": rest_effective,
+                    "allocation_ratio": rest_ratio,
+                }
+            )
+    return reserved, remaining
+
+
 def _split_even_by_owner(
     idle: Row, ratio_units: int, active: Mapping[tuple[str, str], int]
 ) -> dict[tuple[str, str], tuple[Decimal, Decimal, Decimal]]:

@@ -95,11 +95,13 @@ idle as (
         idle_spread.workload_id,
         case idle_spread.recipient
             when 'workload' then coalesce(workloads.team_id, '{{ unallocated_owner() }}')
+            when 'reservation' then idle_spread.team_id
             when 'platform' then '{{ var("gpucost_platform_team_id") }}'
             else '{{ idle_owner() }}'
         end as team_id,
         case idle_spread.recipient
             when 'workload' then coalesce(workloads.project_id, '{{ unallocated_owner() }}')
+            when 'reservation' then idle_spread.project_id
             when 'platform' then '{{ var("gpucost_platform_project_id") }}'
             else '{{ idle_owner() }}'
         end as project_id,
@@ -109,13 +111,19 @@ idle as (
                 then 'unallocated'
             else 'idle'
         end as allocation_kind,
-        'idle_' || idle_spread.idle_policy as allocation_basis,
+        case
+            when idle_spread.recipient = 'reservation' then 'idle_reservation'
+            else 'idle_' || idle_spread.idle_policy
+        end as allocation_basis,
         case
             when idle_spread.recipient = 'workload' then coalesce(workloads.attribution_method, 'none')
-            when idle_spread.recipient = 'platform' then 'policy'
+            when idle_spread.recipient in ('platform', 'reservation') then 'policy'
             else 'none'
         end as attribution_method,
-        case when idle_spread.recipient = 'workload' then workloads.attribution_rule_id end as attribution_rule_id,
+        case
+            when idle_spread.recipient = 'workload' then workloads.attribution_rule_id
+            when idle_spread.recipient = 'reservation' then idle_spread.reservation_id
+        end as attribution_rule_id,
         case
             when idle_spread.recipient = 'workload' and not coalesce(workloads.is_attributed, false)
                 then 'gpu_idle_share_of_' || coalesce(workloads.unattributed_reason, 'unknown_workload')

@@ -19,6 +19,8 @@ final as (
     select
         prorated.charge_id,
         {{ idle_scope_keys('lines') }} as scope_keys,
+        {{ reservation_scope_key('lines') }} as reservation_scope_key,
+        prorated.basis_gpu_ms as idle_gpu_ms,
         prorated.billed_cost,
         prorated.effective_cost,
         prorated.allocation_ratio
