@@ -620,6 +620,7 @@ class _PodFactory:
         self.hard = hard
         self.handoff_at = handoff_at
         self.user_projects: dict[str, list[tuple[str, float]]] = {}
+        self.user_last: dict[str, str] = {}
         if hard:
             for u in self.users:
                 own = sorted(self.team_projects[self.user_team[u]])
@@ -639,8 +640,13 @@ class _PodFactory:
     def _project_for(self, user: str) -> str:
         rng = self.rng
         if self.hard:
+            # people work in streaks: mostly the project of their previous job, sometimes another
+            last = self.user_last.get(user)
+            if last is not None and rng.random() < 0.8:
+                return last
             projects, weights = zip(*self.user_projects[user], strict=True)
-            return rng.choices(projects, weights)[0]
+            self.user_last[user] = rng.choices(projects, weights)[0]
+            return self.user_last[user]
         own = self.team_projects[self.user_team[user]]
         if rng.random() < 0.85:
             return rng.choice(own)

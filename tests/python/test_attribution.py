@@ -113,7 +113,7 @@ def test_calibrated_probabilities_match_observed_frequencies():
     # so a calibrated model says about 0.8 and is right about 80 % of the time
     records = _records(3000, seed=5)
     pairs, model = holdout_predictions(records, PROJECTS, test_fraction=0.3)
-    assert model is not None and model.calibration == "isotonic"
+    assert model is not None and model.calibration == "temperature"
     report = evaluate(
         ((p.project_id, truth, p.confidence, 1.0) for p, truth in pairs), threshold=0.5
     )
