@@ -75,6 +75,26 @@ ATTRIBUTION_SCHEMA = pa.schema(
     ]
 )
 
+# Allocation rows of int_cost_allocations_placed, as int_cost_allocations_shared_split returns them.
+PLACED_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("workload_id", pa.string()),
+        ("team_id", pa.string()),
+        ("project_id", pa.string()),
+        ("user_id", pa.string()),
+        ("allocation_kind", pa.string()),
+        ("allocation_basis", pa.string()),
+        ("attribution_method", pa.string()),
+        ("attribution_rule_id", pa.string()),
+        ("attribution_confidence", pa.float64()),
+        ("unallocated_reason", pa.string()),
+        ("allocation_ratio", MONEY),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+    ]
+)
+
 
 def rows_of(relation_or_table: Any) -> list[dict[str, Any]]:
     """Rows of an Arrow table, or of anything with ``.arrow()`` / ``.to_arrow_table()``.

@@ -108,10 +108,11 @@ def test_fit_is_deterministic_and_gives_sorted_top3():
         assert p.signals  # explained: the features behind the first candidate
 
 
-def test_calibrated_probabilities_match_observed_frequencies():
+@pytest.mark.parametrize("n", [3000, 10000])  # cross-validated / time-based calibration set
+def test_calibrated_probabilities_match_observed_frequencies(n):
     # each user's jobs go to the home project 80 % of the time: the only signal is the user,
     # so a calibrated model says about 0.8 and is right about 80 % of the time
-    records = _records(3000, seed=5)
+    records = _records(n, seed=5)
     pairs, model = holdout_predictions(records, PROJECTS, test_fraction=0.3)
     assert model is not None and model.calibration == "temperature"
     report = evaluate(
@@ -163,3 +164,50 @@ def test_evaluate_hand_computed():
     expected = 15 / 20 * abs(10 / 15 - 14.1 / 15) + 5 / 20 * abs(1 - 0.55)
     assert report.ece == pytest.approx(expected)
     assert report.confusions == (("a", "b", 1, 5.0),)
+
+
+def test_shared_workload_rows_split_exactly_by_consumer_weight():
+    from decimal import Decimal
+
+    from gpucost.allocation import split_shared_workloads
+
+    rows = [
+        {
+            "charge_id": "c1",
+            "workload_id": "w",
+            "team_id": "__unallocated__",
+            "project_id": "__unallocated__",
+            "allocation_kind": "unallocated",
+            "unallocated_reason": "gpu_idle_share_of_workload_missing_project_label",
+            "attribution_method": "none",
+            "billed_cost": Decimal("10.000000000000000001"),
+            "effective_cost": Decimal("8.8"),
+            "allocation_ratio": Decimal("0.25"),
+        },
+        {"charge_id": "c2", "workload_id": "other", "billed_cost": Decimal(1)},
+    ]
+    shares = [
+        {
+            "workload_id": "w",
+            "team_id": "nlp",
+            "project_id": "rag-search",
+            "weight": Decimal(2),
+            "share_id": "s",
+        },
+        {
+            "workload_id": "w",
+            "team_id": "nlp",
+            "project_id": "summarizer",
+            "weight": Decimal(1),
+            "share_id": "s",
+        },
+    ]
+    out = split_shared_workloads(rows, shares)
+    assert [(r["project_id"], r["allocation_kind"], r["attribution_method"]) for r in out] == [
+        ("rag-search", "idle", "shared_workload"),
+        ("summarizer", "idle", "shared_workload"),
+    ]
+    for column in ("billed_cost", "effective_cost", "allocation_ratio"):
+        assert sum(r[column] for r in out) == rows[0][column]
+    assert out[0]["effective_cost"] == Decimal("5.866666666666666667")
+    assert all(r["unallocated_reason"] is None and r["attribution_rule_id"] == "s" for r in out)

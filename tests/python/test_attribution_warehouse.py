@@ -131,6 +131,21 @@ def test_an_accepted_suggestion_changes_the_next_build(generated_warehouse, tmp_
         f.write(
             suggestion.replace("<your name>", "dana").replace("<yyyy-mm-dd>", "2026-11-01") + "\n"
         )
+    # a shared workload (declared weights 3:1) and a producer whose outputs two projects read (lineage 2:1)
+    (shared, shared_cost), (producer, _) = generated_warehouse.sql(
+        "select workload_id, sum(effective_cost) from marts.fct_cost_allocation"
+        " where attribution_method = 'pod_label' group by 1 order by 2 desc, 1 limit 2"
+    )
+    with (project / "seeds" / "attribution_shared_workloads.csv").open("a", encoding="utf-8") as f:
+        f.write(
+            f"feature-pipeline,workload_id,^{shared}$,rag-search,3,dana,2026-11-01,shared features\n"
+        )
+        f.write(
+            f"feature-pipeline,workload_id,^{shared}$,summarizer,1,dana,2026-11-01,shared features\n"
+        )
+    with (project / "seeds" / "attribution_lineage.csv").open("a", encoding="utf-8") as f:
+        f.write(f"workload_id,^{producer}$,detector-v2,2,2026-11-01\n")
+        f.write(f"workload_id,^{producer}$,seg-anything,1,2026-11-01\n")
     target = tmp_path / "build"
     target.mkdir()
     shutil.copyfile(generated_warehouse.path, target / "gpucost.duckdb")
@@ -142,6 +157,8 @@ def test_an_accepted_suggestion_changes_the_next_build(generated_warehouse, tmp_
         "build",
         "--select",
         "attribution_overrides+",
+        "attribution_shared_workloads+",
+        "attribution_lineage+",
         "--vars",
         "{gpucost_attribution_auto_threshold: 0.3}",
     )
@@ -163,6 +180,22 @@ def test_an_accepted_suggestion_changes_the_next_build(generated_warehouse, tmp_
         f"select count(*) from marts.rpt_attribution_review where workload_id = '{workload}'",
         warehouse=rebuilt,
     ) == [(0,)]
+    split = generated_warehouse.sql(
+        "select workload_id, project_id, attribution_rule_id, sum(effective_cost)"
+        " from marts.fct_cost_allocation where attribution_method = 'shared_workload'"
+        " group by 1, 2, 3 order by 1, 2",
+        warehouse=rebuilt,
+    )
+    by_project = {(w, p): (rule, cost) for w, p, rule, cost in split}
+    assert {p for w, p in by_project if w == shared} == {"rag-search", "summarizer"}
+    assert {p for w, p in by_project if w == producer} == {"detector-v2", "seg-anything"}
+    assert by_project[(shared, "rag-search")][0] == "feature-pipeline"
+    assert by_project[(producer, "detector-v2")][0] == "lineage"
+    assert (
+        by_project[(shared, "rag-search")][1] + by_project[(shared, "summarizer")][1] == shared_cost
+    )
+    ratio = by_project[(shared, "rag-search")][1] / shared_cost
+    assert abs(ratio - Decimal("0.75")) < Decimal("1e-9")
     model_rows = generated_warehouse.sql(
         "select count(*), min(attribution_confidence) from marts.fct_cost_allocation"
         " where attribution_method = 'model' and allocation_kind in ('usage', 'idle')",

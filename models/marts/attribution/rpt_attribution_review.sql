@@ -11,6 +11,12 @@ workloads as (
 
 ),
 
+shares as (
+
+    select * from {{ ref('int_workload_shares') }}
+
+),
+
 predictions as (
 
     select * from {{ ref('int_workload_attribution_predictions') }}
@@ -61,6 +67,8 @@ joined as (
     from workloads
     left join predictions on workloads.workload_id = predictions.workload_id
     left join costs on workloads.workload_id = costs.workload_id
+    -- a shared workload's cost is placed by its consumers' weights, not by one owner
+    where workloads.workload_id not in (select shares.workload_id from shares)
 
 ),
 
