@@ -211,3 +211,42 @@ def test_shared_workload_rows_split_exactly_by_consumer_weight():
         assert sum(r[column] for r in out) == rows[0][column]
     assert out[0]["effective_cost"] == Decimal("5.866666666666666667")
     assert all(r["unallocated_reason"] is None and r["attribution_rule_id"] == "s" for r in out)
+
+
+def test_hard_generator_month_is_harder_and_writes_the_truth(tmp_path):
+    import csv
+    import json
+
+    from gpucost.generator import HANDOFF_PROJECT, generate_month
+
+    truth_csv = tmp_path / "truth" / "workloads.csv"
+    summary = generate_month(
+        tmp_path / "landing",
+        seed=3,
+        nodes=4,
+        days=4,
+        step_seconds=600,
+        hard=True,
+        truth_csv=truth_csv,
+    )
+    truth = list(csv.DictReader(truth_csv.open(encoding="utf-8")))
+    assert len(truth) == summary["pods"]
+    assert sum(r["tag_state"] == "untagged" for r in truth) == summary["untagged_pods"]
+    assert not (tmp_path / "landing" / "truth").exists()  # never in the landing zone
+    names = {r["pod"] for r in truth}
+    assert any(n.startswith(("exp-", "ft-")) for n in names)  # names that do not say the project
+    assert any(n.startswith("eval-") for n in names)
+    # users on several projects
+    projects_of: dict[str, set[str]] = {}
+    labels = []
+    for path in (tmp_path / "landing" / "metrics" / "kube").rglob("kube_pod_labels.json"):
+        labels += [s["metric"] for s in json.loads(path.read_text())["data"]["result"]]
+    for metric in labels:
+        if "label_user_id" in metric and "label_project_id" in metric:
+            projects_of.setdefault(metric["label_user_id"], set()).add(metric["label_project_id"])
+    assert max(len(p) for p in projects_of.values()) >= 2
+    # the handed-over project runs in the new team's namespace in the second half
+    handed = [
+        r for r in truth if r["project_id"] == HANDOFF_PROJECT[0] and r["kind"] != "inference"
+    ]
+    assert any(r["namespace"] == f"team-{HANDOFF_PROJECT[1]}" for r in handed)
