@@ -382,3 +382,52 @@ def spread_shared(lines: Iterable[Row], weights: Iterable[Row]) -> list[Row]:
                 }
             )
     return out
+
+
+def split_shared_workloads(rows: Iterable[Row], shares: Iterable[Row]) -> list[Row]:
+    """Split the allocation rows of shared workloads across their consuming projects.
+
+    ``shares`` holds (workload_id, team_id, project_id, weight, share_id) per consumer. Every row of
+    a shared workload becomes one row per consumer; the consumers' billed cost, effective cost and
+    ratio sum exactly to the row's (largest remainder in 1e-18 units), so each bill line still sums
+    to itself. Unallocated GPU rows of the workload become usage / idle rows of the consumers.
+    Rows of other workloads are not returned.
+    """
+    by_workload: dict[str, list[Row]] = {}
+    for share in shares:
+        by_workload.setdefault(share["workload_id"], []).append(share)
+    out: list[Row] = []
+    for row in rows:
+        consumers = by_workload.get(row.get("workload_id"))
+        if not consumers:
+            continue
+        weights = {(c["team_id"], c["project_id"]): _weight_units(c["weight"]) for c in consumers}
+        ids = {(c["team_id"], c["project_id"]): c["share_id"] for c in consumers}
+        parts = _split_row(
+            row["billed_cost"],
+            row["effective_cost"],
+            to_units(row["allocation_ratio"]),
+            weights,
+        )
+        kind = row["allocation_kind"]
+        if kind == "unallocated":
+            reason = row.get("unallocated_reason") or ""
+            kind = "idle" if reason.startswith("gpu_idle_share_of_") else "usage"
+        for key in sorted(weights):
+            billed, effective, ratio = parts[key]
+            out.append(
+                {
+                    **row,
+                    "team_id": key[0],
+                    "project_id": key[1],
+                    "allocation_kind": kind,
+                    "attribution_method": "shared_workload",
+                    "attribution_rule_id": ids[key],
+                    "attribution_confidence": 1.0,
+                    "unallocated_reason": None,
+                    "billed_cost": billed,
+                    "effective_cost": effective,
+                    "allocation_ratio": ratio,
+                }
+            )
+    return out

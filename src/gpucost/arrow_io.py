@@ -58,6 +58,46 @@ SHARED_SPREAD_SCHEMA = pa.schema(
     ]
 )
 
+# One row per workload the learned attribution model scored (int_workload_attribution_predictions /
+# _holdout). Probabilities are not money: doubles, rounded to 6 decimals by gpucost.attribution.
+ATTRIBUTION_SCHEMA = pa.schema(
+    [
+        ("workload_id", pa.string()),
+        ("predicted_project_id", pa.string()),
+        ("attribution_confidence", pa.float64()),
+        ("candidate_1_project_id", pa.string()),
+        ("candidate_1_probability", pa.float64()),
+        ("candidate_2_project_id", pa.string()),
+        ("candidate_2_probability", pa.float64()),
+        ("candidate_3_project_id", pa.string()),
+        ("candidate_3_probability", pa.float64()),
+        ("attribution_signals", pa.string()),
+        ("true_project_id", pa.string()),
+        ("model_training_workloads", pa.int64()),
+        ("model_calibration", pa.string()),
+    ]
+)
+
+# Allocation rows of int_cost_allocations_placed, as int_cost_allocations_shared_split returns them.
+PLACED_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("workload_id", pa.string()),
+        ("team_id", pa.string()),
+        ("project_id", pa.string()),
+        ("user_id", pa.string()),
+        ("allocation_kind", pa.string()),
+        ("allocation_basis", pa.string()),
+        ("attribution_method", pa.string()),
+        ("attribution_rule_id", pa.string()),
+        ("attribution_confidence", pa.float64()),
+        ("unallocated_reason", pa.string()),
+        ("allocation_ratio", MONEY),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+    ]
+)
+
 
 def rows_of(relation_or_table: Any) -> list[dict[str, Any]]:
     """Rows of an Arrow table, or of anything with ``.arrow()`` / ``.to_arrow_table()``.

@@ -235,6 +235,7 @@ PLUGIN_MODULES = (
     "gpucost.validation",
     "gpucost.gate",
     "gpucost.benchmark",
+    "gpucost.attribution_benchmark",
 )
 
 

@@ -290,6 +290,8 @@ KIND_SHARE = {"training": 0.42, "finetune": 0.11, "notebook": 0.05, "eval": 0.01
 # weight for picking which workloads lose their project label (notebooks are the worst)
 UNTAG_WEIGHT = {"notebook": 2.0, "eval": 1.4, "finetune": 1.0, "training": 0.6, "inference": 0.8}
 NOTEBOOK_MAX_WAIT = 3600
+# hard mode: this project is handed to this team halfway through the window
+HANDOFF_PROJECT = ("summarizer", "recsys")
 
 
 # --------------------------------------------------------------------------------------------
@@ -596,6 +598,9 @@ class _PodFactory:
         user_team: dict[str, str],
         project_team: dict[str, str],
         step: int,
+        *,
+        hard: bool = False,
+        handoff_at: int = 0,
     ) -> None:
         self.rng = rng
         self.cluster = cluster
@@ -609,6 +614,21 @@ class _PodFactory:
         self.step = step
         self.seq = 0
         self.used_names: set[str] = set()
+        # hard mode (the attribution benchmark): each user has a fixed mix of two or three projects,
+        # CI service accounts without a user, images shared across projects, names that do not say
+        # the project, train -> eval pipelines, and one project handed to another team mid-window
+        self.hard = hard
+        self.handoff_at = handoff_at
+        self.user_projects: dict[str, list[tuple[str, float]]] = {}
+        self.user_last: dict[str, str] = {}
+        if hard:
+            for u in self.users:
+                own = sorted(self.team_projects[self.user_team[u]])
+                picks = rng.sample(own, min(2, len(own)))
+                if rng.random() < 0.5:
+                    picks.append(rng.choice(sorted(set(self.all_projects) - set(own))))
+                weights = sorted((rng.uniform(0.2, 1.0) for _ in picks), reverse=True)
+                self.user_projects[u] = list(zip(picks, weights, strict=True))
 
     def _unique(self, make: Callable[[], str]) -> str:
         while True:
@@ -619,6 +639,14 @@ class _PodFactory:
 
     def _project_for(self, user: str) -> str:
         rng = self.rng
+        if self.hard:
+            # people work in streaks: mostly the project of their previous job, sometimes another
+            last = self.user_last.get(user)
+            if last is not None and rng.random() < 0.8:
+                return last
+            projects, weights = zip(*self.user_projects[user], strict=True)
+            self.user_last[user] = rng.choices(projects, weights)[0]
+            return self.user_last[user]
         own = self.team_projects[self.user_team[user]]
         if rng.random() < 0.85:
             return rng.choice(own)
@@ -652,13 +680,23 @@ class _PodFactory:
         user = user or rng.choice(self.users)
         project = project or self._project_for(user)
         team = self.user_team[user]
+        if self.hard and project == HANDOFF_PROJECT[0] and arrival >= self.handoff_at:
+            # the project moved to another team: its jobs now come from that team's people
+            team = HANDOFF_PROJECT[1]
+            user = rng.choice(sorted(u for u, t in self.user_team.items() if t == team))
+        if self.hard and kind in ("training", "finetune", "eval") and rng.random() < 0.1:
+            user = f"system:serviceaccount:team-{team}:ci"  # a pipeline's service account
         namespace = f"team-{team}"
+        vague = self.hard and rng.random() < 0.5  # names and images that do not say the project
         prof: dict[str, Any] = {}
         if kind == "training":
             gpus = gpus or (8 if rng.random() < 0.6 else 4)
             duration = duration or _align(_loguniform(rng, 6, 72) * 3600, step)
             job = self._unique(lambda: f"{project}-train-{_hex(rng, 5)}")
-            name, cb_kind, cb_name, app = f"{job}-0", "PyTorchJob", job, f"{project}-train"
+            if vague:
+                job = self._unique(lambda: f"exp-{_hex(rng, 5)}")
+            app = "train" if vague else f"{project}-train"
+            name, cb_kind, cb_name = f"{job}-0", "PyTorchJob", job
             tag = rng.choice(("24.05-py3", "24.07-py3", "24.09-py3"))
             main = self._container(
                 "pytorch", f"nvcr.io/nvidia/pytorch:{tag}", str(gpus * 10), gpus * 100 * GIB, gpus
@@ -676,8 +714,13 @@ class _PodFactory:
             gpus = gpus or rng.choice((1, 1, 2, 2, 4, 4, 3))
             duration = duration or _align(_loguniform(rng, 1, 12) * 3600, step)
             job = self._unique(lambda: f"{project}-ft-{_hex(rng, 5)}")
-            name, cb_kind, cb_name, app = f"{job}-{_suffix(rng, 5)}", "Job", job, f"{project}-ft"
+            if vague:
+                job = self._unique(lambda: f"ft-{_hex(rng, 5)}")
+            name, cb_kind, cb_name = f"{job}-{_suffix(rng, 5)}", "Job", job
+            app = "ft" if vague else f"{project}-ft"
             image = f"ghcr.io/acme/{project}-finetune:0.{rng.randint(3, 9)}.{rng.randint(0, 12)}"
+            if vague:
+                image = f"ghcr.io/acme/trainer:0.{rng.randint(3, 9)}.{rng.randint(0, 12)}"
             main = self._container("trainer", image, str(gpus * 8), gpus * 64 * GIB, gpus)
             prof = {
                 "base": rng.uniform(52, 88),
@@ -736,6 +779,8 @@ class _PodFactory:
             gpus = gpus or rng.choice((1, 1, 2))
             duration = duration or _align(_loguniform(rng, 600, 7200), step)
             job = self._unique(lambda: f"{project}-eval-{_hex(rng, 5)}")
+            if self.hard:
+                job = self._unique(lambda: f"eval-{_hex(rng, 5)}")
             name, cb_kind, cb_name, app = f"{job}-{_suffix(rng, 5)}", "Job", job, "eval-harness"
             image = f"ghcr.io/acme/eval-harness:0.9.{rng.randint(0, 7)}"
             main = self._container("eval", image, str(gpus * 4), gpus * 32 * GIB, gpus)
@@ -831,7 +876,18 @@ def _cluster_arrivals(
         for kind in ("training", "finetune", "notebook", "eval"):
             lam = rates[kind] * _arrival_weight(kind, local.weekday(), local.hour)
             for _ in range(_poisson(rng, lam)):
-                pods.append(factory.make(kind, t_h + rng.randrange(slots) * step))
+                pod = factory.make(kind, t_h + rng.randrange(slots) * step)
+                pods.append(pod)
+                if factory.hard and kind == "training" and rng.random() < 0.3:
+                    # a pipeline: the same user evaluates the run when it ends
+                    pods.append(
+                        factory.make(
+                            "eval",
+                            pod.arrival + pod.duration,
+                            user=pod.user if not pod.user.startswith("system:") else None,
+                            project=pod.project,
+                        )
+                    )
     pods.sort(key=lambda p: (p.arrival, p.seq))
     return pods
 
@@ -944,7 +1000,7 @@ def _assign_tags(
                 # 35 % team + user, 20 % team only, 20 % user only, 25 % nothing at all
                 if r < 0.55:
                     labels["label_team_id"] = p.user_team
-                if r < 0.35 or 0.55 <= r < 0.75:
+                if (r < 0.35 or 0.55 <= r < 0.75) and not p.user.startswith("system:"):
                     labels["label_user_id"] = p.user
             else:
                 proj = typo[p.project] if p.tag_state == "typo" else p.project
@@ -953,6 +1009,8 @@ def _assign_tags(
                     "label_team_id": p.user_team,
                     "label_user_id": p.user,
                 }
+                if p.user.startswith("system:"):
+                    del labels["label_user_id"]
             p.labels = labels
     return untagged, n_typo
 
@@ -1421,6 +1479,18 @@ def _build_storage(
     return out
 
 
+def _write_truth(path: Path, fleet: list[Cluster], pods: list[Pod]) -> None:
+    """Every pod's true project (what attribution should find), for benchmarks and tests."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["cluster", "namespace", "pod", "uid", "project_id", "kind", "tag_state"])
+        for p in sorted(pods, key=lambda p: (p.cluster, p.seq)):
+            writer.writerow(
+                [fleet[p.cluster].name, p.namespace, p.name, p.uid, p.project, p.kind, p.tag_state]
+            )
+
+
 def _write_org(out_dir: Path) -> Path:
     path = out_dir / "reference" / "org_mapping.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -1449,12 +1519,20 @@ def generate_month(
     clusters: int = 2,
     untagged_fraction: float = 0.5,
     progress: Callable[[str], None] | None = None,
+    hard: bool = False,
+    truth_csv: Path | None = None,
 ) -> dict:
     """Generate ``days`` days of raw billing, DCGM and kube-state-metrics files into ``out_dir``.
 
     Returns a summary dict (``billed_total`` / ``effective_total`` are exact ``Decimal`` sums of
     the strings written; ``samples`` counts every ``[ts, value]`` pair in the DCGM files, i.e.
     4 per GPU per step; ``gpu_samples`` counts GPU-steps).
+
+    ``hard`` makes attribution harder (the attribution benchmark): users with a fixed mix of two or
+    three projects, CI service accounts without a user, images shared across projects and names that
+    do not say the project, train -> eval pipelines, a project handed to another team mid-window.
+    ``truth_csv`` (outside the landing zone) receives every pod's true project: cluster, namespace,
+    pod, uid, project_id, kind, tag_state.
     """
     if step_seconds <= 0 or 3600 % step_seconds:
         raise ValueError("step_seconds must divide 3600")
@@ -1482,13 +1560,18 @@ def generate_month(
     arrivals_total = 0
     for cl in fleet:
         wrng = random.Random(f"{seed}/workload/{cl.name}")
-        factory = _PodFactory(wrng, cl, user_team, project_team, step)
+        factory = _PodFactory(
+            wrng, cl, user_team, project_team, step, hard=hard, handoff_at=(t0 + window_end) // 2
+        )
         arrivals = _cluster_arrivals(factory, cl, t0, window_end, step)
         arrivals_total += len(arrivals)
         all_pods.extend(_schedule(cl, arrivals, t0, window_end, step, wrng.randrange(0, 5000)))
     untagged, n_typo = _assign_tags(
         all_pods, random.Random(f"{seed}/tags"), untagged_fraction, typo
     )
+
+    if truth_csv is not None:
+        _write_truth(Path(truth_csv), fleet, all_pods)
 
     # Telemetry gap: one node's exporter is down for an hour.
     gap_rng = random.Random(f"{seed}/gap")

@@ -60,6 +60,11 @@ METHOD_LABELS = {
     "bill_tag": "a project tag on the bill line",
     "pod_label": "the workload's project label (Kubernetes)",
     "slurm_account": "the Slurm job's account",
+    "override": "a human correction (seed attribution_overrides)",
+    "rule": "a declarative attribution rule (seed attribution_rules)",
+    "model": "the learned attribution model, at or above the confidence threshold",
+    "suspense": "parked with the suspense owner (model below the confidence threshold)",
+    "shared_workload": "a shared workload split by its consumers' weights",
     "policy": "an allocation policy (shared overheads)",
     "none": "not attributed (unallocated)",
 }

@@ -89,6 +89,18 @@ async function main() {
       return [...charts].every((chart) => chart.querySelector('canvas, svg.marks'));
     });
     await page.waitForLoadState('networkidle').catch(() => {});
+    // Data frames mount after the charts on a busy machine: wait until at least one is there and their
+    // count has held for two consecutive polls a second apart.
+    await page.waitForSelector('[data-testid="stDataFrame"]');
+    let previous = -1;
+    for (;;) {
+      const count = await page.evaluate(
+        () => document.querySelectorAll('[data-testid="stDataFrame"]').length,
+      );
+      if (count === previous) break;
+      previous = count;
+      await page.waitForTimeout(1000);
+    }
 
     const result = await page.evaluate(() => {
       const text = (element, selector) =>

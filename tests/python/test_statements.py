@@ -148,7 +148,9 @@ def test_policies_and_attribution_add_up_to_the_statement(generated_warehouse):
         )
         for method, cents in statement.attribution:
             assert abs(cents - exact[method]) < Decimal("0.10"), (statement.team_id, method)
-        assert statement.confidence is None
+        # every row has an attribution_confidence: the bands add up to the statement
+        assert statement.confidence is not None
+        assert sum((a for _, a in statement.confidence), Decimal(0)) == statement.total_billed
     nlp = next(s for s in statements if s.team_id == "nlp")
     assert ("idle", "idle_proportional", nlp.kind_totals["idle"]) in nlp.policies
     assert ("shared", "shared_by_effective_cost", nlp.kind_totals["shared"]) in nlp.policies
@@ -169,12 +171,17 @@ def test_one_team_with_mode_override(generated_warehouse, tmp_path):
 
 
 def test_confidence_section_appears_when_the_column_exists(generated_warehouse):
-    page_without = read_statements(generated_warehouse.path, MONTH, team="nlp")
+    # a warehouse from before attribution_confidence existed: no section, a note instead
+    older = generated_warehouse.copy("statements_no_confidence")
+    with duckdb.connect(str(older)) as con:
+        con.sql("alter table marts.fct_cost_allocation drop column attribution_confidence")
+    page_without = read_statements(older, MONTH, team="nlp")
     assert page_without[0].confidence is None
     copy = generated_warehouse.copy("statements_confidence")
     with duckdb.connect(str(copy)) as con:
+        # other scores, some missing ("not scored")
         con.sql(
-            "alter table marts.fct_cost_allocation add column attribution_confidence decimal(9, 6)"
+            "alter table marts.fct_cost_allocation alter column attribution_confidence drop not null"
         )
         con.sql(
             """

@@ -49,6 +49,7 @@ direct_and_unplaced as (
         'whole_line' as allocation_basis,
         case when classified.line_class = 'direct' then 'bill_tag' else 'none' end as attribution_method,
         cast(null as varchar) as attribution_rule_id,
+        cast(case when classified.line_class = 'direct' then 1 else 0 end as double) as attribution_confidence,
         classified.unallocated_reason,
         cast(1 as {{ money_type() }}) as allocation_ratio,
         charges.billed_cost,
@@ -75,6 +76,10 @@ usage as (
         prorated.allocation_basis,
         coalesce(workloads.attribution_method, 'none') as attribution_method,
         workloads.attribution_rule_id,
+        case
+            when prorated.allocation_kind = 'unallocated' then cast(0 as double)
+            else coalesce(workloads.attribution_confidence, cast(0 as double))
+        end as attribution_confidence,
         case
             when prorated.allocation_kind = 'unallocated' then prorated.unallocated_reason
             when not coalesce(workloads.is_attributed, false)
@@ -124,6 +129,12 @@ idle as (
             when idle_spread.recipient = 'workload' then workloads.attribution_rule_id
             when idle_spread.recipient = 'reservation' then idle_spread.reservation_id
         end as attribution_rule_id,
+        case idle_spread.recipient
+            when 'workload' then coalesce(workloads.attribution_confidence, cast(0 as double))
+            when 'platform' then cast(1 as double)
+            when 'reservation' then cast(1 as double)
+            else cast(0 as double)
+        end as attribution_confidence,
         case
             when idle_spread.recipient = 'workload' and not coalesce(workloads.is_attributed, false)
                 then 'gpu_idle_share_of_' || coalesce(workloads.unattributed_reason, 'unknown_workload')

@@ -3,7 +3,7 @@ with
 
 placed as (
 
-    select * from {{ ref('int_cost_allocations_placed') }}
+    select * from {{ ref('int_cost_allocations_owned') }}
 
 ),
 

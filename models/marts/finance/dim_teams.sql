@@ -15,7 +15,7 @@ org_mapping as (
 
 allocations as (
 
-    select * from {{ ref('int_cost_allocations_placed') }}
+    select * from {{ ref('int_cost_allocations_owned') }}
 
 ),
 

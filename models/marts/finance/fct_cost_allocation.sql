@@ -3,7 +3,7 @@ with
 
 placed as (
 
-    select * from {{ ref('int_cost_allocations_placed') }}
+    select * from {{ ref('int_cost_allocations_owned') }}
 
 ),
 
@@ -41,6 +41,7 @@ shared as (
         'shared_by_effective_cost' as allocation_basis,
         case when recipient_id is null then 'none' else 'policy' end as attribution_method,
         cast(null as varchar) as attribution_rule_id,
+        cast(case when recipient_id is null then 0 else 1 end as double) as attribution_confidence,
         case
             when recipient_id is null then unallocated_reason
             when split_part(recipient_id, '|', 2) = '{{ unallocated_owner() }}'
@@ -89,6 +90,7 @@ final as (
         allocations.allocation_basis,
         allocations.attribution_method,
         allocations.attribution_rule_id,
+        cast(allocations.attribution_confidence as decimal(9, 6)) as attribution_confidence,
         allocations.unallocated_reason,
         cast(allocations.allocation_ratio as {{ money_type() }}) as allocation_ratio,
         cast(allocations.billed_cost as {{ money_type() }}) as billed_cost,

@@ -1,0 +1,128 @@
+-- One row per workload: the signals the learned attribution model reads (gpucost.attribution), and
+-- known_project_id, the label it learns from (a valid project label or a human override; rules are not
+-- used as labels). Code fingerprints (image repository, tag, digest, pod / owner / app names), resource
+-- pattern (GPU count and model, duration, hourly utilisation mean / p95 / burstiness) and the start time;
+-- the temporal and behavioural features (neighbouring jobs, project mixes) are computed leakage-free in
+-- Python from the start times. Slurm jobs can join later as more rows with the same columns.
+with
+
+declared as (
+
+    select * from {{ ref('int_workload_owners_declared') }}
+
+),
+
+pods as (
+
+    select * from {{ ref('stg_kube__pods') }}
+
+),
+
+containers as (
+
+    select * from {{ ref('stg_kube__pod_containers') }}
+
+),
+
+usage as (
+
+    select * from {{ ref('int_gpu_usage_hourly') }}
+    where workload_id is not null
+
+),
+
+nodes as (
+
+    select * from {{ ref('int_gpu_nodes') }}
+
+),
+
+main_containers as (
+
+    -- the workload's own container: sidecars (service mesh proxies) do not say what the work is
+    select
+        workload_id,
+        min(image) as image,
+        min(image_id) as image_digest
+    from containers
+    where not regexp_matches(coalesce(image_repository, ''), '(istio|linkerd|envoy)')
+    group by 1
+
+),
+
+hourly as (
+
+    select
+        usage.workload_id,
+        usage.hour_start_epoch,
+        max(nodes.gpu_model) as gpu_model,
+        sum(usage.gpu_count) as gpu_count,
+        100.0 * sum(usage.used_gpu_ms) / nullif(sum(usage.gpu_ms), 0) as util_pct
+    from usage
+    left join nodes on usage.cluster_id || '/' || usage.node_name = nodes.node_id
+    group by 1, 2
+
+),
+
+usage_summary as (
+
+    select
+        workload_id,
+        min(hour_start_epoch) as first_hour_epoch,
+        max(hour_start_epoch) + 3600 as last_hour_end_epoch,
+        max(gpu_model) as gpu_model,
+        max(gpu_count) as gpu_count,
+        -- rounded: a float sum's last bits depend on the order rows arrive in, and the same inputs
+        -- must give the same features (and so the same model) on every build
+        round(avg(util_pct), 6) as util_mean,
+        round(quantile_cont(util_pct, 0.95), 6) as util_p95,
+        round(stddev_pop(util_pct) / nullif(avg(util_pct), 0), 6) as util_burstiness
+    from hourly
+    group by 1
+
+),
+
+final as (
+
+    select
+        declared.workload_id,
+        declared.cluster_id,
+        declared.namespace,
+        declared.pod,
+        declared.user_id,
+        declared.label_team_id as team_label,
+        declared.label_app,
+        declared.label_project_id,
+        pods.created_by_kind,
+        pods.created_by_name,
+        declared.image_repository,
+        nullif(regexp_extract(regexp_replace(main_containers.image, '@.*$', ''), ':([^:/]+)$', 1), '')
+            as image_tag,
+        main_containers.image_digest,
+        usage_summary.gpu_model,
+        usage_summary.gpu_count,
+        coalesce(
+            {{ epoch_seconds('pods.started_at') }}, pods.first_seen_epoch, usage_summary.first_hour_epoch
+        ) as started_epoch,
+        (
+            coalesce(
+                {{ epoch_seconds('pods.completed_at') }}, pods.last_seen_epoch, usage_summary.last_hour_end_epoch
+            )
+            - coalesce(
+                {{ epoch_seconds('pods.started_at') }}, pods.first_seen_epoch, usage_summary.first_hour_epoch
+            )
+        ) / 3600.0 as duration_hours,
+        usage_summary.util_mean,
+        usage_summary.util_p95,
+        usage_summary.util_burstiness,
+        case when declared.attribution_method in ('pod_label', 'override') then declared.project_id end
+            as known_project_id,
+        declared.attribution_method as declared_attribution_method
+    from declared
+    left join pods on declared.workload_id = pods.workload_id
+    left join main_containers on declared.workload_id = main_containers.workload_id
+    left join usage_summary on declared.workload_id = usage_summary.workload_id
+
+)
+
+select * from final

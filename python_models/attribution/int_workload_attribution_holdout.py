@@ -1,0 +1,21 @@
+"""Time-based hold-out of the attribution model: train on earlier labelled workloads, predict the
+later ones (see gpucost.attribution.holdout_predictions); rpt_attribution_quality scores it."""
+
+from gpucost.arrow_io import ATTRIBUTION_SCHEMA, rows_of, table_of
+from gpucost.attribution import holdout_predictions, prediction_rows
+
+
+def model(dbt, session):
+    dbt.config(materialized="table")
+    records = rows_of(dbt.ref("int_workload_features"))
+    mapping = rows_of(dbt.ref("stg_reference__org_mapping"))
+    known = sorted({r["project_id"] for r in mapping})
+    known = known or sorted({r["known_project_id"] for r in records if r["known_project_id"]})
+    pairs, fitted = holdout_predictions(
+        records,
+        known,
+        test_fraction=float(dbt.config.get("holdout_fraction") or 0.2),
+        seed=int(dbt.config.get("seed") or 0),
+    )
+    truth = {p.workload_id: t for p, t in pairs}
+    return table_of(prediction_rows([p for p, _ in pairs], fitted, truth), ATTRIBUTION_SCHEMA)

@@ -1,0 +1,218 @@
+"""`gpucost benchmark-attribution`: how well the learned attribution does on a hard generated month.
+
+1. generates a month in hard mode (users on two or three projects, shared images, vague names,
+   pipelines, service accounts, a project handed over mid-month) with half the pods untagged, and
+   the generator's truth for every pod, kept outside the landing zone;
+2. builds the warehouse (the model trains inside `dbt build`) and prints `rpt_attribution_quality`;
+3. scores the untagged pods against the truth, money-weighted: coverage (share of untagged GPU cost
+   placed automatically), accuracy of what was placed, expected calibration error;
+4. times training plus scoring of ``--workloads`` (default 100k) workloads made by repeating the
+   month's feature rows over later months.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from gpucost.attribution import evaluate, predict_untagged
+
+TARGETS = {"coverage": 0.95, "accuracy": 0.97, "ece": 0.03}
+
+
+def _rows(con: Any, query: str) -> list[dict[str, Any]]:
+    rel = con.sql(query)
+    names = rel.columns
+    return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
+
+
+def truth_report(warehouse: Path, truth_csv: Path, threshold: float) -> dict[str, Any]:
+    """Untagged pods (per the generator) scored against their true project, money-weighted."""
+    import duckdb
+
+    truth: dict[str, tuple[str, str]] = {}
+    with truth_csv.open(encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            wid = f"{r['cluster']}/{r['namespace']}/{r['pod']}/{r['uid']}"
+            truth[wid] = (r["project_id"], r["tag_state"])
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        rows = _rows(
+            con,
+            """
+            select w.workload_id, w.project_id, w.attribution_method, w.attribution_confidence,
+                p.candidate_1_project_id, p.attribution_confidence as model_confidence,
+                cast(coalesce(c.effective_cost, 0) as double) as weight
+            from intermediate.int_workloads as w
+            left join intermediate.int_workload_attribution_predictions as p using (workload_id)
+            left join (
+                select workload_id, sum(effective_cost) as effective_cost
+                from marts.fct_cost_allocation where workload_id is not null group by 1
+            ) as c using (workload_id)
+            """,
+        )
+    scored, model_only = [], []
+    for r in rows:
+        true_project, state = truth.get(r["workload_id"], (None, None))
+        if state is None or state == "tagged":
+            continue
+        if r["attribution_method"] in ("rule", "model", "override"):
+            pred, conf = r["project_id"], float(r["attribution_confidence"])
+        else:
+            pred, conf = r["candidate_1_project_id"], float(r["model_confidence"] or 0.0)
+        scored.append((pred, true_project, conf, r["weight"]))
+        if r["model_confidence"] is not None:
+            conf = float(r["model_confidence"])
+            model_only.append((r["candidate_1_project_id"], true_project, conf, r["weight"]))
+    return {
+        "all": evaluate(scored, threshold=threshold),
+        "model": evaluate(model_only, threshold=threshold),
+    }
+
+
+def time_training(warehouse: Path, workloads: int, seed: int) -> tuple[float, float, int, int]:
+    """Wall and CPU seconds to train and score ``workloads`` workloads (the month's features,
+    repeated over later months), the workloads trained on and scored."""
+    import duckdb
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        base = _rows(con, "select * from intermediate.int_workload_features order by workload_id")
+        mapping = con.sql("select project_id from staging.stg_reference__org_mapping")
+        known = [r[0] for r in mapping.fetchall()]
+    span = max(r["started_epoch"] or 0 for r in base) - min(r["started_epoch"] or 0 for r in base)
+    records = []
+    for k in range(-(-workloads // len(base))):
+        for r in base:
+            if len(records) == workloads:
+                break
+            copy = dict(r)
+            copy["workload_id"] = f"{r['workload_id']}#{k}"
+            copy["started_epoch"] = (r["started_epoch"] or 0) + k * (span + 3600)
+            records.append(copy)
+    started, cpu = time.perf_counter(), time.process_time()
+    predictions, model = predict_untagged(records, sorted(known), training_days=None, seed=seed)
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return elapsed, cpu, model.training_workloads if model else 0, len(predictions)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:6.2f}%"
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpucost.cli import dbt_env, dbt_executable, find_project_dir
+    from gpucost.generator import generate_month
+
+    out = Path(args.out or tempfile.mkdtemp(prefix="gpucost-attribution-"))
+    landing, warehouse = out / "landing", out / "gpucost.duckdb"
+    truth_csv = out / "truth" / "workloads.csv"
+    t = time.perf_counter()
+    summary = generate_month(
+        landing,
+        seed=args.seed,
+        nodes=args.nodes,
+        days=args.days,
+        step_seconds=args.step,
+        untagged_fraction=0.5,
+        hard=True,
+        truth_csv=truth_csv,
+    )
+    print(
+        f"generated {summary['pods']} pods ({summary['untagged_pods']} untagged,"
+        f" {summary['typo_pods']} typo'd) on {args.nodes} nodes x {args.days} days"
+        f" in {time.perf_counter() - t:.1f} s: {out}"
+    )
+    project = find_project_dir()
+    t = time.perf_counter()
+    vars_ = f"{{gpucost_attribution_auto_threshold: {args.threshold}}}"
+    command = [dbt_executable(), "build", "--vars", vars_, "--project-dir", str(project)]
+    command += ["--profiles-dir", str(project), "--target-path", str(out / "target")]
+    command += ["--log-path", str(out / "logs")]
+    result = subprocess.run(
+        command, cwd=project, env=dbt_env(landing, warehouse), capture_output=True, text=True
+    )
+    if result.returncode != 0:
+        print(result.stdout[-4000:], file=sys.stderr)
+        return result.returncode
+    print(f"dbt build (model trained inside) in {time.perf_counter() - t:.1f} s")
+
+    import duckdb
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        quality = _rows(
+            con, "select * from marts.rpt_attribution_quality order by metric_group, metric_key"
+        )
+    print("\nrpt_attribution_quality (time-based hold-out of labelled workloads, money-weighted):")
+    for q in quality:
+        if q["metric_group"] == "holdout":
+            print(
+                f"  holdout: {q['workload_count']} workloads, coverage {_pct(q['coverage'] or 0)},"
+                f" accuracy of auto {_pct(q['accuracy'] or 0)},"
+                f" accuracy of all {_pct(q['accuracy_all'] or 0)},"
+                f" ECE {_pct(q['expected_calibration_error'] or 0)}"
+            )
+        elif q["metric_group"] == "reliability":
+            print(
+                f"  confidence [{q['confidence_bin_low']:.1f}, {q['confidence_bin_high']:.1f}):"
+                f" {q['workload_count']:5d} workloads,"
+                f" mean confidence {_pct(q['mean_confidence'] or 0)},"
+                f" accuracy {_pct(q['accuracy'] or 0)}"
+            )
+        elif q["metric_group"] == "confusion":
+            print(
+                f"  confused: {q['true_project_id']} -> {q['predicted_project_id']}"
+                f" ({q['workload_count']} workloads, {q['effective_cost']:.2f})"
+            )
+        else:
+            print(
+                f"  untagged in this build: {q['workload_count']} workloads,"
+                f" placed by rule or model"
+                f" {_pct(q['coverage'] or 0)} of their cost"
+            )
+
+    reports = truth_report(warehouse, truth_csv, args.threshold)
+    print(f"\nuntagged pods against the generator's truth (threshold {args.threshold}):")
+    for name, rep in reports.items():
+        label = "rules + model" if name == "all" else "model alone"
+        print(
+            f"  {label:13s}: {rep.workloads} workloads, coverage {_pct(rep.coverage)}"
+            f" (target {_pct(TARGETS['coverage'])}), accuracy of auto {_pct(rep.accuracy_auto)}"
+            f" (target {_pct(TARGETS['accuracy'])}), accuracy of all {_pct(rep.accuracy_all)},"
+            f" ECE {_pct(rep.ece)} (target <= {_pct(TARGETS['ece'])})"
+        )
+    rep = reports["all"]
+    placed_right = _pct(rep.coverage * rep.accuracy_auto)
+    print(f"  coverage x accuracy = {placed_right} of untagged cost placed right")
+
+    if args.workloads:
+        seconds, cpu, trained, scored = time_training(warehouse, args.workloads, args.seed)
+        print(
+            f"\ntraining + scoring {args.workloads} workloads"
+            f" ({trained} trained on, {scored} scored):"
+            f" {seconds:.1f} s wall, {cpu:.1f} s CPU (target < 60 s; load average"
+            f" {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+        )
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "benchmark-attribution",
+        help="hard generated month: attribution coverage, accuracy, calibration, timing",
+    )
+    parser.add_argument("--out", help="work folder (default: a new temporary folder)")
+    parser.add_argument("--nodes", type=int, default=16)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--step", type=int, default=300, help="telemetry step seconds")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--threshold", type=float, default=0.9, help="auto-attribution threshold")
+    parser.add_argument(
+        "--workloads", type=int, default=100_000, help="workloads for the timing (0 to skip)"
+    )
+    parser.set_defaults(func=run)

@@ -1,0 +1,204 @@
+"""Learned attribution inside dbt build: owners, confidence, review queue, quality, overrides."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from .conftest import PROJECT_DIR, Warehouse
+
+pytestmark = pytest.mark.warehouse
+
+DECLARED = ("bill_tag", "pod_label", "override", "rule", "policy")
+
+
+def _project_copy(tmp: Path) -> Path:
+    """The dbt project without venv, builds or data: a place to add seed rows."""
+    copy = tmp / "project"
+    shutil.copytree(
+        PROJECT_DIR,
+        copy,
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", "target", "logs", "landing", "warehouse", "node_modules", "tests"
+        ),
+    )
+    shutil.copytree(PROJECT_DIR / "tests" / "generic", copy / "tests" / "generic")
+    shutil.copytree(PROJECT_DIR / "tests" / "singular", copy / "tests" / "singular")
+    return copy
+
+
+def _dbt(project: Path, warehouse: Warehouse, target: Path, *args: str):
+    from gpucost.cli import dbt_env, dbt_executable
+
+    command = [
+        dbt_executable(),
+        *args,
+        "--project-dir",
+        str(project),
+        "--profiles-dir",
+        str(project),
+    ]
+    command += ["--target-path", str(target / "target"), "--log-path", str(target / "logs")]
+    return subprocess.run(
+        command,
+        cwd=project,
+        env=dbt_env(warehouse.landing, target / "gpucost.duckdb"),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_every_allocation_row_says_how_and_how_sure(generated_warehouse):
+    rows = generated_warehouse.sql(
+        "select attribution_method, min(attribution_confidence), max(attribution_confidence), count(*)"
+        " from marts.fct_cost_allocation group by 1"
+    )
+    methods = {m: (lo, hi) for m, lo, hi, _ in rows}
+    assert None not in methods
+    for method in DECLARED:
+        if method in methods:
+            assert methods[method] == (Decimal(1), Decimal(1)), method
+    assert methods["none"] == (Decimal(0), Decimal(0))
+    # the workloads the model scored are exactly those no label, override or rule placed
+    ((scored, undecided),) = generated_warehouse.sql(
+        "select (select count(*) from intermediate.int_workload_attribution_predictions),"
+        " (select count(*) from intermediate.int_workload_owners_declared where not is_attributed)"
+    )
+    assert scored == undecided > 0
+
+
+def test_review_lists_what_fell_below_the_threshold_by_cost(generated_warehouse):
+    rows = generated_warehouse.sql(
+        "select review_rank, effective_cost, candidate_1_probability, candidate_2_probability,"
+        " attribution_method from marts.rpt_attribution_review order by review_rank"
+    )
+    assert rows
+    threshold = generated_warehouse.sql(
+        "select max(auto_threshold) from marts.rpt_attribution_quality"
+    )[0][0]
+    costs = [r[1] for r in rows]
+    assert costs == sorted(costs, reverse=True)
+    for _, _, p1, p2, method in rows:
+        assert method == "none"
+        assert p1 is None or (p1 < threshold and (p2 is None or p2 <= p1))
+    # every workload left unattributed is in the queue, and its cost is the unallocated GPU cost
+    ((queued, unallocated_gpu),) = generated_warehouse.sql(
+        "select (select sum(effective_cost) from marts.rpt_attribution_review),"
+        " (select sum(effective_cost) from marts.fct_cost_allocation"
+        "  where workload_id is not null and attribution_method = 'none')"
+    )
+    assert queued == unallocated_gpu
+
+
+def test_quality_is_measured_on_a_time_based_holdout(generated_warehouse):
+    groups = dict(
+        generated_warehouse.sql(
+            "select metric_group, count(*) from marts.rpt_attribution_quality group by 1"
+        )
+    )
+    assert groups["holdout"] == 1 and groups["untagged"] == 1 and groups["reliability"] >= 1
+    ((holdout_n, bins_n, ece),) = generated_warehouse.sql(
+        "select workload_count, (select sum(workload_count) from marts.rpt_attribution_quality"
+        " where metric_group = 'reliability'), expected_calibration_error"
+        " from marts.rpt_attribution_quality where metric_group = 'holdout'"
+    )
+    assert holdout_n == bins_n > 0
+    assert 0 <= ece <= 1
+    # held-out workloads all started after every workload the evaluation model trained on
+    ((latest_train, earliest_test),) = generated_warehouse.sql(
+        "select max(f.started_epoch) filter (where h.workload_id is null),"
+        " min(f.started_epoch) filter (where h.workload_id is not null)"
+        " from intermediate.int_workload_features as f"
+        " left join intermediate.int_workload_attribution_holdout as h using (workload_id)"
+        " where f.known_project_id is not null"
+    )
+    assert earliest_test > latest_train
+
+
+def test_an_accepted_suggestion_changes_the_next_build(generated_warehouse, tmp_path):
+    ((workload, candidate, suggestion),) = generated_warehouse.sql(
+        "select workload_id, candidate_1_project_id, suggested_override from marts.rpt_attribution_review"
+        " where suggested_override is not null order by review_rank limit 1"
+    )
+    project = _project_copy(tmp_path)
+    overrides = project / "seeds" / "attribution_overrides.csv"
+    with overrides.open("a", encoding="utf-8") as f:
+        f.write(
+            suggestion.replace("<your name>", "dana").replace("<yyyy-mm-dd>", "2026-11-01") + "\n"
+        )
+    # a shared workload (declared weights 3:1) and a producer whose outputs two projects read (lineage 2:1)
+    (shared, shared_cost), (producer, _) = generated_warehouse.sql(
+        "select workload_id, sum(effective_cost) from marts.fct_cost_allocation"
+        " where attribution_method = 'pod_label' group by 1 order by 2 desc, 1 limit 2"
+    )
+    with (project / "seeds" / "attribution_shared_workloads.csv").open("a", encoding="utf-8") as f:
+        f.write(
+            f"feature-pipeline,workload_id,^{shared}$,rag-search,3,dana,2026-11-01,shared features\n"
+        )
+        f.write(
+            f"feature-pipeline,workload_id,^{shared}$,summarizer,1,dana,2026-11-01,shared features\n"
+        )
+    with (project / "seeds" / "attribution_lineage.csv").open("a", encoding="utf-8") as f:
+        f.write(f"workload_id,^{producer}$,detector-v2,2,2026-11-01\n")
+        f.write(f"workload_id,^{producer}$,seg-anything,1,2026-11-01\n")
+    target = tmp_path / "build"
+    target.mkdir()
+    shutil.copyfile(generated_warehouse.path, target / "gpucost.duckdb")
+    # a low threshold as well: model owners allocate money and the guards (reconciliation) still hold
+    result = _dbt(
+        project,
+        generated_warehouse,
+        target,
+        "build",
+        "--select",
+        "attribution_overrides+",
+        "attribution_shared_workloads+",
+        "attribution_lineage+",
+        "--vars",
+        "{gpucost_attribution_auto_threshold: 0.3}",
+    )
+    assert result.returncode == 0, result.stdout[-6000:]
+    rebuilt = target / "gpucost.duckdb"
+    ((method, owner, rule_id, confidence),) = generated_warehouse.sql(
+        f"select attribution_method, project_id, attribution_rule_id, attribution_confidence"
+        f" from intermediate.int_workloads where workload_id = '{workload}'",
+        warehouse=rebuilt,
+    )
+    assert (method, owner, confidence) == ("override", candidate, 1.0)
+    assert rule_id.startswith("review-")
+    # the override is now a training label, and the workload left the review queue
+    assert generated_warehouse.sql(
+        f"select known_project_id from intermediate.int_workload_features where workload_id = '{workload}'",
+        warehouse=rebuilt,
+    ) == [(candidate,)]
+    assert generated_warehouse.sql(
+        f"select count(*) from marts.rpt_attribution_review where workload_id = '{workload}'",
+        warehouse=rebuilt,
+    ) == [(0,)]
+    split = generated_warehouse.sql(
+        "select workload_id, project_id, attribution_rule_id, sum(effective_cost)"
+        " from marts.fct_cost_allocation where attribution_method = 'shared_workload'"
+        " group by 1, 2, 3 order by 1, 2",
+        warehouse=rebuilt,
+    )
+    by_project = {(w, p): (rule, cost) for w, p, rule, cost in split}
+    assert {p for w, p in by_project if w == shared} == {"rag-search", "summarizer"}
+    assert {p for w, p in by_project if w == producer} == {"detector-v2", "seg-anything"}
+    assert by_project[(shared, "rag-search")][0] == "feature-pipeline"
+    assert by_project[(producer, "detector-v2")][0] == "lineage"
+    assert (
+        by_project[(shared, "rag-search")][1] + by_project[(shared, "summarizer")][1] == shared_cost
+    )
+    ratio = by_project[(shared, "rag-search")][1] / shared_cost
+    assert abs(ratio - Decimal("0.75")) < Decimal("1e-9")
+    model_rows = generated_warehouse.sql(
+        "select count(*), min(attribution_confidence) from marts.fct_cost_allocation"
+        " where attribution_method = 'model' and allocation_kind in ('usage', 'idle')",
+        warehouse=rebuilt,
+    )
+    assert model_rows[0][0] > 0 and model_rows[0][1] >= Decimal("0.3")
