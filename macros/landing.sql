@@ -47,8 +47,9 @@
 
 {#- Stop the build with a clear message when a FOCUS file lacks a column the warehouse needs. -#}
 {% macro check_focus_columns(csv_files, parquet_files) -%}
-    {%- set required = ['BilledCost', 'EffectiveCost', 'BillingCurrency', 'BillingPeriodStart',
-                        'ChargePeriodStart', 'ChargePeriodEnd'] -%}
+    {%- set required = ['BilledCost', 'EffectiveCost', 'BillingPeriodStart', 'ChargePeriodStart', 'ChargePeriodEnd'] -%}
+    {#- Without BillingCurrency a file is only usable when the currency is declared (the FOCUS spec's examples). -#}
+    {%- if not var('gpucost_default_billing_currency', none) -%}{%- do required.append('BillingCurrency') -%}{%- endif -%}
     {%- set problems = [] -%}
     {%- for file in csv_files + parquet_files -%}
         {%- if file in parquet_files -%}
@@ -82,13 +83,21 @@
 {#- FOCUS exports (CSV and Parquet, 1.0 to 1.2) as text columns with every spec column present.
     Missing spec columns are null; extra columns are kept; nothing is typed yet (staging does it). -#}
 {% macro read_focus_exports(relative_dir) -%}
+    {{ read_bill_files(relative_dir, focus_columns(), check_columns=true) }}
+{%- endmacro %}
+
+{#- Bill files of any format under a landing folder (CSV, gzip CSV, Parquet), as text: every name in
+    `columns` present (null when a file lacks it), extra columns kept, each row with its file and data row
+    number. Nested Parquet values (maps, structs, lists: CUR 2.0 resource_tags, GCP credits) become JSON
+    text, so staging reads one representation whatever the file type. -#}
+{% macro read_bill_files(relative_dir, columns, check_columns=false) -%}
     {%- set csv_files = distinct_content_files(
         landing_files(relative_dir ~ '/**/*.csv') + landing_files(relative_dir ~ '/**/*.csv.gz')
     ) -%}
     {%- set parquet_files = distinct_content_files(landing_files(relative_dir ~ '/**/*.parquet')) -%}
-    {%- do check_focus_columns(csv_files, parquet_files) -%}
+    {%- if check_columns -%}{%- do check_focus_columns(csv_files, parquet_files) -%}{%- endif -%}
     select
-        {% for column in focus_columns() -%}
+        {% for column in columns -%}
         cast(null as varchar) as "{{ column }}",
         {% endfor -%}
         cast(null as varchar) as filename,
@@ -106,17 +115,22 @@
     )
     {%- endif %}
     {%- if parquet_files %}
+    {%- set parquet_source -%}
+        read_parquet({{ sql_string_list(parquet_files) }}, union_by_name = true, filename = true, file_row_number = true)
+    {%- endset -%}
+    {%- set described = run_query("describe select * from " ~ parquet_source) %}
     union all by name
     select
-        columns(* exclude (filename, file_row_number))::varchar,
+        {% for row in described.rows if row[0] not in ('filename', 'file_row_number') -%}
+        {%- if row[1].startswith('MAP') or row[1].startswith('STRUCT') or row[1].endswith(']') -%}
+        cast(to_json("{{ row[0] }}") as varchar) as "{{ row[0] }}",
+        {%- else -%}
+        cast("{{ row[0] }}" as varchar) as "{{ row[0] }}",
+        {%- endif %}
+        {% endfor -%}
         filename,
         file_row_number + 1 as source_row_number
-    from read_parquet(
-        {{ sql_string_list(parquet_files) }},
-        union_by_name = true,
-        filename = true,
-        file_row_number = true
-    )
+    from {{ parquet_source }}
     {%- endif %}
 {%- endmacro %}
 

@@ -81,6 +81,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
         clusters=args.clusters,
         progress=lambda message: print(f"  {message}", flush=True),
     )
+    bill_format = getattr(args, "bill_format", "focus")
+    if bill_format != "focus":
+        from gpucost.bill_formats import render_bill
+
+        written = render_bill(out, bill_format)
+        names = ", ".join(str(path.relative_to(out)) for path in written)
+        print(f"  bill rendered as {bill_format}: {names}", flush=True)
     print(
         f"Wrote {summary['files']} files: {summary['bill_lines']} bill lines "
         f"(billed {summary['billed_total']:.2f} USD), {summary['pods']} pods "
@@ -193,6 +200,12 @@ def _add_generate_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--clusters", type=int, default=2, help="Kubernetes clusters (default 2)")
     parser.add_argument("--force", action="store_true", help="replace a non-empty landing zone")
+    parser.add_argument(
+        "--bill-format",
+        default="focus",
+        choices=["focus", "cur-legacy", "cur2", "gcp", "azure", "oci"],
+        help="bill as FOCUS (default) or a provider's native export (see gpucost.bill_formats)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,7 +9,7 @@ bill as (
         billing_currency,
         round(sum(billed_cost), 2) as bill_billed_cents,
         round(sum(effective_cost), 2) as bill_effective_cents
-    from {{ ref('stg_focus__charges') }}
+    from {{ ref('int_bill_line_items') }}
     where quarantine_reason is null
     group by 1, 2
 

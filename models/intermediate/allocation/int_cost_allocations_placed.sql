@@ -10,7 +10,7 @@ classified as (
 
 charges as (
 
-    select * from {{ ref('stg_focus__charges') }}
+    select * from {{ ref('int_bill_line_items') }}
 
 ),
 

@@ -7,7 +7,7 @@ with
 
 charges as (
 
-    select * from {{ ref('stg_focus__charges') }}
+    select * from {{ ref('int_bill_line_items') }}
     where quarantine_reason is null
 
 ),
@@ -121,7 +121,14 @@ classified as (
         coalesce(org_mapping.team_id, tagged.tag_team_norm) as direct_team_id,
         tagged.tag_user_norm as direct_user_id,
         tagged.tag_project_norm,
-        tagged.invalid_period_reason
+        tagged.invalid_period_reason,
+        tagged.charge_category,
+        tagged.native_charge_type,
+        tagged.source_format,
+        lower(concat_ws(
+            ' ', tagged.service_category, tagged.service_name, tagged.charge_description, tagged.resource_type,
+            tagged.pricing_unit
+        )) as line_text
     from tagged
     cross join mapping_size
     left join node_matches on tagged.charge_id = node_matches.charge_id
@@ -154,7 +161,28 @@ final as (
         node_name,
         direct_project_id,
         coalesce(direct_team_id, '{{ unallocated_owner() }}') as direct_team_id,
-        direct_user_id
+        direct_user_id,
+        -- what the money bought, for finance: first match wins (a GPU credit is a credit)
+        case
+            when charge_category = 'Credit' or native_charge_type in (
+                    'Credit', 'Refund', 'EdpDiscount', 'BundledDiscount', 'PrivateRateDiscount',
+                    'DistributorDiscount'
+                ) then 'credits'
+            when charge_category in ('Tax', 'Purchase', 'Adjustment')
+                or regexp_matches(line_text, 'support|rounding') then 'support_tax_fees'
+            when node_id is not null or gpu_instance_type is not null
+                or regexp_matches(line_text, 'gpu|nvidia|tesla|a100|h100|h200|v100|l40s?\b')
+                then 'compute_gpu'
+            when regexp_matches(line_text, '\benergy\b|\bpower\b|kwh') then 'energy'
+            when regexp_matches(line_text, 'licen[cs]e|marketplace|software') then 'licensing'
+            when regexp_matches(
+                    line_text, 'network|transfer|bandwidth|egress|ingress|load balanc|vpc|nat gateway|peering|cdn|dns'
+                ) then 'network'
+            when regexp_matches(line_text, 'storage|\bs3\b|ebs|disk|blob|snapshot|volume|backup') then 'storage'
+            when regexp_matches(line_text, 'memory|\bram\b') then 'compute_memory'
+            when regexp_matches(line_text, 'compute|ec2|virtual machine|instance|vcpu|cpu|\bvm\b') then 'compute_cpu'
+            else 'other'
+        end as cost_component
     from classified
 
 )

@@ -12,7 +12,7 @@ allocations as (
 
 charges as (
 
-    select * from {{ ref('stg_focus__charges') }}
+    select * from {{ ref('int_bill_line_items') }}
 
 ),
 

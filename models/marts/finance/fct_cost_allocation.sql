@@ -15,7 +15,7 @@ shared_spread as (
 
 charges as (
 
-    select * from {{ ref('stg_focus__charges') }}
+    select * from {{ ref('int_bill_line_items') }}
 
 ),
 
@@ -86,6 +86,8 @@ final as (
         charges.service_category,
         charges.charge_category,
         classified.line_class,
+        classified.cost_component,
+        charges.source_format,
         allocations.allocation_kind,
         allocations.allocation_basis,
         allocations.attribution_method,

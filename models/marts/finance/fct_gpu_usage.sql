@@ -36,7 +36,7 @@ workloads as (
 
 charges as (
 
-    select * from {{ ref('stg_focus__charges') }}
+    select * from {{ ref('int_bill_line_items') }}
 
 ),
 

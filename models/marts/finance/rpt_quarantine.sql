@@ -4,7 +4,7 @@ with
 
 charges as (
 
-    select * from {{ ref('stg_focus__charges') }}
+    select * from {{ ref('int_bill_line_items') }}
     where quarantine_reason is not null
 
 ),
@@ -26,7 +26,7 @@ kube_samples as (
 bill_lines as (
 
     select
-        'billing/focus' as source_kind,
+        'billing/' || source_format as source_kind,
         source_file,
         source_row_number,
         cast(null as varchar) as metric_name,

@@ -5,7 +5,7 @@ with
 
 charges as (
 
-    select * from {{ ref('stg_focus__charges') }}
+    select * from {{ ref('int_bill_line_items') }}
 
 ),
 

@@ -1,169 +1,17 @@
+-- FOCUS 1.0 - 1.2 exports, typed by the same rules as every native billing format (typed_bill_charges).
 with
 
 source as (
 
-    select * from {{ ref('base_focus__exports') }}
-
-),
-
-parsed as (
-
-    select
-        -- where the row came from
-        filename as source_file,
-        source_row_number,
-        md5(concat_ws(
-            '|',
-            {% for column in focus_columns() -%}
-                coalesce("{{ column }}", '<null>'){{ "," if not loop.last }}
-            {% endfor -%}
-        )) as content_hash,
-
-        -- ids
-        nullif(trim("BillingAccountId"), '') as billing_account_id,
-        nullif(trim("SubAccountId"), '') as sub_account_id,
-        nullif(trim("InvoiceId"), '') as invoice_id,
-        nullif(trim("ResourceId"), '') as resource_id,
-        nullif(trim("SkuId"), '') as sku_id,
-
-        -- strings
-        "BillingAccountName" as billing_account_name,
-        "SubAccountName" as sub_account_name,
-        "ProviderName" as provider_name,
-        "InvoiceIssuerName" as invoice_issuer_name,
-        "ChargeCategory" as charge_category,
-        "ChargeClass" as charge_class,
-        "ChargeFrequency" as charge_frequency,
-        "ChargeDescription" as charge_description,
-        "ServiceName" as service_name,
-        "ServiceCategory" as service_category,
-        "ResourceName" as resource_name,
-        "ResourceType" as resource_type,
-        "RegionId" as region_id,
-        "AvailabilityZone" as availability_zone,
-        "PricingUnit" as pricing_unit,
-        "ConsumedUnit" as consumed_unit,
-        upper(trim("BillingCurrency")) as billing_currency,
-        "Tags" as tags_raw,
-        try_cast("Tags" as json) as tags,
-
-        -- money (exact) and quantities
-        {{ dbt.safe_cast('trim("BilledCost")', money_type()) }} as billed_cost,
-        {{ dbt.safe_cast('trim("EffectiveCost")', money_type()) }} as effective_cost,
-        {{ dbt.safe_cast('trim("ListCost")', money_type()) }} as list_cost,
-        {{ dbt.safe_cast('trim("ContractedCost")', money_type()) }} as contracted_cost,
-        {{ dbt.safe_cast('trim("ConsumedQuantity")', 'decimal(38, 12)') }} as consumed_quantity,
-        {{ dbt.safe_cast('trim("PricingQuantity")', 'decimal(38, 12)') }} as pricing_quantity,
-
-        -- raw money text, kept to explain a line that cannot be parsed
-        "BilledCost" as billed_cost_raw,
-        "EffectiveCost" as effective_cost_raw,
-
-        -- timestamps (UTC)
-        {{ parse_utc_timestamp('"BillingPeriodStart"') }} as billing_period_start_at,
-        {{ parse_utc_timestamp('"BillingPeriodEnd"') }} as billing_period_end_at,
-        {{ parse_utc_timestamp('"ChargePeriodStart"') }} as charge_period_start_at,
-        {{ parse_utc_timestamp('"ChargePeriodEnd"') }} as charge_period_end_at,
-        "ChargePeriodStart" as charge_period_start_raw,
-        "ChargePeriodEnd" as charge_period_end_raw
-
-    from source
-
-),
-
-identified as (
-
     select
         *,
-        content_hash || '-' || cast(row_number() over (
-            partition by content_hash order by source_file, source_row_number
-        ) as varchar) as charge_id,
-        -- a delivery is a folder: a month landed again in another folder (a restated export) replaces it
-        regexp_replace(replace(source_file, '\\', '/'), '/[^/]*$', '') as delivery_folder
-    from parsed
+        cast(null as varchar) as native_charge_type,
+        cast(null as varchar) as delivery_dataset,
+        cast(null as varchar) as native_superseded_reason
+    from {{ ref('base_focus__exports') }}
 
 ),
 
-deliveries as (
-
-    select
-        *,
-        max(delivery_folder) over (
-            partition by provider_name, billing_account_id, billing_period_start_at
-        ) as latest_delivery_folder
-    from identified
-
-),
-
-final as (
-
-    select
-        charge_id,
-        billing_account_id,
-        sub_account_id,
-        coalesce(invoice_id, '') as invoice_id,
-        resource_id,
-        sku_id,
-        billing_account_name,
-        sub_account_name,
-        coalesce(provider_name, '') as provider_name,
-        invoice_issuer_name,
-        charge_category,
-        charge_class,
-        charge_frequency,
-        charge_description,
-        service_name,
-        service_category,
-        resource_name,
-        resource_type,
-        region_id,
-        availability_zone,
-        pricing_unit,
-        consumed_unit,
-        billing_currency,
-        tags_raw,
-        tags,
-        json_extract_string(tags, '$."{{ var("gpucost_tag_key_project") }}"') as tag_project_id,
-        json_extract_string(tags, '$."{{ var("gpucost_tag_key_team") }}"') as tag_team_id,
-        json_extract_string(tags, '$."{{ var("gpucost_tag_key_user") }}"') as tag_user_id,
-        billed_cost,
-        effective_cost,
-        list_cost,
-        contracted_cost,
-        consumed_quantity,
-        pricing_quantity,
-        billed_cost_raw,
-        effective_cost_raw,
-        delivery_folder <> latest_delivery_folder as is_superseded,
-        case
-            when delivery_folder <> latest_delivery_folder
-                then 'superseded_by_redelivery: ' || latest_delivery_folder
-            when regexp_matches(trim(billed_cost_raw), '\.[0-9]{19,}')
-                then 'BilledCost has more than 18 decimal places: ' || billed_cost_raw
-            when regexp_matches(trim(effective_cost_raw), '\.[0-9]{19,}')
-                then 'EffectiveCost has more than 18 decimal places: ' || effective_cost_raw
-            when billed_cost is null then 'unparseable BilledCost: ' || coalesce(billed_cost_raw, '<null>')
-            when effective_cost is null then 'unparseable EffectiveCost: ' || coalesce(effective_cost_raw, '<null>')
-            when billing_currency is null or not regexp_matches(billing_currency, '^[A-Z]{3}$')
-                then 'invalid BillingCurrency'
-            when billing_period_start_at is null then 'invalid BillingPeriodStart'
-        end as quarantine_reason,
-        case
-            when charge_period_start_at is null or charge_period_end_at is null
-                then 'invalid_charge_period: '
-                    || coalesce(charge_period_start_raw, '<null>') || ' / ' || coalesce(charge_period_end_raw, '<null>')
-            when charge_period_end_at <= charge_period_start_at then 'invalid_charge_period: end not after start'
-        end as invalid_period_reason,
-        cast(billing_period_start_at as date) as billing_period_start,
-        billing_period_start_at,
-        billing_period_end_at,
-        charge_period_start_at,
-        charge_period_end_at,
-        delivery_folder,
-        source_file,
-        source_row_number
-    from deliveries
-
-)
+{{ typed_bill_charges('source', 'focus') }}
 
 select * from final

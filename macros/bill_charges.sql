@@ -1,0 +1,183 @@
+{#- One typing step for every billing format. A native staging model first maps its provider's columns
+    to FOCUS-named text columns (every name in focus_columns(), plus filename, source_row_number,
+    native_charge_type, delivery_dataset (a dataset that is delivered on its own, e.g. Azure's actual and
+    amortised exports; null for one dataset) and native_superseded_reason (a line another line of the same
+    bill already represents, or null)), then calls this macro, which emits the CTEs `parsed`, `identified`,
+    `deliveries` and `final`: money as DECIMAL(38, 18), UTC timestamps, tags as JSON with the ownership
+    tags pulled out, quarantine and superseded-redelivery reasons. So every format is typed, quarantined
+    and restated by the same rules, and the union of all of them has one shape. -#}
+{% macro typed_bill_charges(source_cte, source_format) -%}
+parsed as (
+
+    select
+        -- where the row came from
+        filename as source_file,
+        source_row_number,
+        native_charge_type,
+        delivery_dataset,
+        native_superseded_reason,
+        md5(concat_ws(
+            '|',
+            {% for column in focus_columns() -%}
+                coalesce("{{ column }}", '<null>'){{ "," if not loop.last }}
+            {% endfor -%}
+        )) as content_hash,
+
+        -- ids
+        nullif(trim("BillingAccountId"), '') as billing_account_id,
+        nullif(trim("SubAccountId"), '') as sub_account_id,
+        nullif(trim("InvoiceId"), '') as invoice_id,
+        nullif(trim("ResourceId"), '') as resource_id,
+        nullif(trim("SkuId"), '') as sku_id,
+
+        -- strings
+        "BillingAccountName" as billing_account_name,
+        "SubAccountName" as sub_account_name,
+        "ProviderName" as provider_name,
+        "InvoiceIssuerName" as invoice_issuer_name,
+        "ChargeCategory" as charge_category,
+        "ChargeClass" as charge_class,
+        "ChargeFrequency" as charge_frequency,
+        "ChargeDescription" as charge_description,
+        "ServiceName" as service_name,
+        "ServiceCategory" as service_category,
+        "ResourceName" as resource_name,
+        "ResourceType" as resource_type,
+        "RegionId" as region_id,
+        "AvailabilityZone" as availability_zone,
+        "PricingUnit" as pricing_unit,
+        "ConsumedUnit" as consumed_unit,
+        "CommitmentDiscountId" as commitment_discount_id,
+        "CommitmentDiscountStatus" as commitment_discount_status,
+        upper(trim(coalesce(
+            "BillingCurrency"{% if var('gpucost_default_billing_currency', none) %},
+            '{{ var("gpucost_default_billing_currency") }}'{% endif %}
+        ))) as billing_currency,
+        "Tags" as tags_raw,
+        try_cast("Tags" as json) as tags,
+
+        -- money (exact) and quantities
+        {{ dbt.safe_cast('trim("BilledCost")', money_type()) }} as billed_cost,
+        {{ dbt.safe_cast('trim("EffectiveCost")', money_type()) }} as effective_cost,
+        {{ dbt.safe_cast('trim("ListCost")', money_type()) }} as list_cost,
+        {{ dbt.safe_cast('trim("ContractedCost")', money_type()) }} as contracted_cost,
+        {{ dbt.safe_cast('trim("ConsumedQuantity")', 'decimal(38, 12)') }} as consumed_quantity,
+        {{ dbt.safe_cast('trim("PricingQuantity")', 'decimal(38, 12)') }} as pricing_quantity,
+
+        -- raw money text, kept to explain a line that cannot be parsed
+        "BilledCost" as billed_cost_raw,
+        "EffectiveCost" as effective_cost_raw,
+
+        -- timestamps (UTC)
+        {{ parse_utc_timestamp('"BillingPeriodStart"') }} as billing_period_start_at,
+        {{ parse_utc_timestamp('"BillingPeriodEnd"') }} as billing_period_end_at,
+        {{ parse_utc_timestamp('"ChargePeriodStart"') }} as charge_period_start_at,
+        {{ parse_utc_timestamp('"ChargePeriodEnd"') }} as charge_period_end_at,
+        "ChargePeriodStart" as charge_period_start_raw,
+        "ChargePeriodEnd" as charge_period_end_raw
+
+    from {{ source_cte }}
+
+),
+
+identified as (
+
+    select
+        *,
+        {% if source_format != 'focus' %}'{{ source_format }}:' || {% endif %}content_hash || '-'
+        || cast(row_number() over (
+            partition by content_hash order by source_file, source_row_number
+        ) as varchar) as charge_id,
+        -- a delivery is a folder: a month landed again in another folder (a restated export) replaces it
+        regexp_replace(replace(source_file, '\\', '/'), '/[^/]*$', '') as delivery_folder
+    from parsed
+
+),
+
+deliveries as (
+
+    select
+        *,
+        max(delivery_folder) over (
+            partition by provider_name, billing_account_id, billing_period_start_at, delivery_dataset
+        ) as latest_delivery_folder
+    from identified
+
+),
+
+final as (
+
+    select
+        charge_id,
+        billing_account_id,
+        sub_account_id,
+        coalesce(invoice_id, '') as invoice_id,
+        resource_id,
+        sku_id,
+        billing_account_name,
+        sub_account_name,
+        coalesce(provider_name, '') as provider_name,
+        invoice_issuer_name,
+        charge_category,
+        charge_class,
+        charge_frequency,
+        charge_description,
+        service_name,
+        service_category,
+        resource_name,
+        resource_type,
+        region_id,
+        availability_zone,
+        pricing_unit,
+        consumed_unit,
+        commitment_discount_id,
+        commitment_discount_status,
+        '{{ source_format }}' as source_format,
+        native_charge_type,
+        billing_currency,
+        tags_raw,
+        tags,
+        json_extract_string(tags, '$."{{ var("gpucost_tag_key_project") }}"') as tag_project_id,
+        json_extract_string(tags, '$."{{ var("gpucost_tag_key_team") }}"') as tag_team_id,
+        json_extract_string(tags, '$."{{ var("gpucost_tag_key_user") }}"') as tag_user_id,
+        billed_cost,
+        effective_cost,
+        list_cost,
+        contracted_cost,
+        consumed_quantity,
+        pricing_quantity,
+        billed_cost_raw,
+        effective_cost_raw,
+        delivery_folder <> latest_delivery_folder or native_superseded_reason is not null as is_superseded,
+        case
+            when delivery_folder <> latest_delivery_folder
+                then 'superseded_by_redelivery: ' || latest_delivery_folder
+            when native_superseded_reason is not null then native_superseded_reason
+            when regexp_matches(trim(billed_cost_raw), '\.[0-9]{19,}')
+                then 'BilledCost has more than 18 decimal places: ' || billed_cost_raw
+            when regexp_matches(trim(effective_cost_raw), '\.[0-9]{19,}')
+                then 'EffectiveCost has more than 18 decimal places: ' || effective_cost_raw
+            when billed_cost is null then 'unparseable BilledCost: ' || coalesce(billed_cost_raw, '<null>')
+            when effective_cost is null then 'unparseable EffectiveCost: ' || coalesce(effective_cost_raw, '<null>')
+            when billing_currency is null or not regexp_matches(billing_currency, '^[A-Z]{3}$')
+                then 'invalid BillingCurrency'
+            when billing_period_start_at is null then 'invalid BillingPeriodStart'
+        end as quarantine_reason,
+        case
+            when charge_period_start_at is null or charge_period_end_at is null
+                then 'invalid_charge_period: '
+                    || coalesce(charge_period_start_raw, '<null>') || ' / ' || coalesce(charge_period_end_raw, '<null>')
+            when charge_period_end_at <= charge_period_start_at then 'invalid_charge_period: end not after start'
+        end as invalid_period_reason,
+        cast(billing_period_start_at as date) as billing_period_start,
+        billing_period_start_at,
+        billing_period_end_at,
+        charge_period_start_at,
+        charge_period_end_at,
+        delivery_folder,
+        source_file,
+        source_row_number
+    from deliveries
+
+)
+{%- endmacro %}

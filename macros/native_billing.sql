@@ -1,0 +1,171 @@
+{#- Native billing formats: the columns each reader guarantees (null when a file lacks them) and small
+    helpers shared by their staging models. Both spellings are listed where a provider has two. -#}
+
+{#- AWS Cost and Usage Report: legacy CUR (`lineItem/UnblendedCost`) and CUR 2.0 / Data Exports
+    (`line_item_unblended_cost`). -#}
+{% macro aws_cur_columns() -%}
+    {%- set pairs = aws_cur_column_pairs() -%}
+    {%- set names = [] -%}
+    {%- for legacy, cur2 in pairs -%}{%- do names.append(legacy) -%}{%- do names.append(cur2) -%}{%- endfor -%}
+    {%- do names.append('resource_tags') -%}
+    {{ return(names) }}
+{%- endmacro %}
+
+{% macro aws_cur_column_pairs() -%}
+    {{ return([
+        ('identity/LineItemId', 'identity_line_item_id'),
+        ('bill/InvoiceId', 'bill_invoice_id'),
+        ('bill/InvoicingEntity', 'bill_invoicing_entity'),
+        ('bill/PayerAccountId', 'bill_payer_account_id'),
+        ('bill/PayerAccountName', 'bill_payer_account_name'),
+        ('bill/BillingPeriodStartDate', 'bill_billing_period_start_date'),
+        ('bill/BillingPeriodEndDate', 'bill_billing_period_end_date'),
+        ('lineItem/UsageAccountId', 'line_item_usage_account_id'),
+        ('lineItem/UsageAccountName', 'line_item_usage_account_name'),
+        ('lineItem/LineItemType', 'line_item_line_item_type'),
+        ('lineItem/UsageStartDate', 'line_item_usage_start_date'),
+        ('lineItem/UsageEndDate', 'line_item_usage_end_date'),
+        ('lineItem/ProductCode', 'line_item_product_code'),
+        ('lineItem/UsageType', 'line_item_usage_type'),
+        ('lineItem/ResourceId', 'line_item_resource_id'),
+        ('lineItem/AvailabilityZone', 'line_item_availability_zone'),
+        ('lineItem/UsageAmount', 'line_item_usage_amount'),
+        ('lineItem/CurrencyCode', 'line_item_currency_code'),
+        ('lineItem/UnblendedCost', 'line_item_unblended_cost'),
+        ('lineItem/LineItemDescription', 'line_item_line_item_description'),
+        ('product/ProductName', 'product_product_name'),
+        ('product/productFamily', 'product_product_family'),
+        ('product/instanceType', 'product_instance_type'),
+        ('product/regionCode', 'product_region_code'),
+        ('product/sku', 'product_sku'),
+        ('pricing/unit', 'pricing_unit'),
+        ('pricing/publicOnDemandCost', 'pricing_public_on_demand_cost'),
+        ('reservation/ReservationARN', 'reservation_reservation_a_r_n'),
+        ('reservation/EffectiveCost', 'reservation_effective_cost'),
+        ('reservation/UnusedAmortizedUpfrontFeeForBillingPeriod',
+            'reservation_unused_amortized_upfront_fee_for_billing_period'),
+        ('reservation/UnusedRecurringFee', 'reservation_unused_recurring_fee'),
+        ('savingsPlan/SavingsPlanARN', 'savings_plan_savings_plan_a_r_n'),
+        ('savingsPlan/SavingsPlanEffectiveCost', 'savings_plan_savings_plan_effective_cost'),
+        ('savingsPlan/TotalCommitmentToDate', 'savings_plan_total_commitment_to_date'),
+        ('savingsPlan/UsedCommitment', 'savings_plan_used_commitment')
+    ]) }}
+{%- endmacro %}
+
+{#- Azure Cost Management exports (EA and MCA spellings), actual and amortised. -#}
+{% macro azure_columns() -%}
+    {{ return([
+        'BillingAccountId', 'BillingAccountName', 'BillingProfileId', 'BillingProfileName',
+        'SubscriptionId', 'SubscriptionGuid', 'SubscriptionName', 'InvoiceId', 'InvoiceSectionName',
+        'Date', 'UsageDateTime', 'BillingPeriodStartDate', 'BillingPeriodEndDate',
+        'CostInBillingCurrency', 'Cost', 'PreTaxCost', 'BillingCurrencyCode', 'BillingCurrency', 'Currency',
+        'ChargeType', 'PricingModel', 'Frequency', 'ResourceId', 'InstanceId', 'ResourceName',
+        'ResourceLocation', 'AvailabilityZone', 'MeterCategory', 'MeterSubCategory', 'MeterName', 'MeterId',
+        'ProductName', 'Product', 'PartNumber', 'ServiceFamily', 'ConsumedService', 'Quantity',
+        'UnitOfMeasure', 'Tags', 'ReservationId', 'benefitId', 'PublisherName', 'PublisherType'
+    ]) }}
+{%- endmacro %}
+
+{#- Oracle Cloud Infrastructure cost reports (reports/cost-csv). -#}
+{% macro oci_columns() -%}
+    {{ return([
+        'lineItem/referenceNo', 'lineItem/tenantId', 'lineItem/intervalUsageStart', 'lineItem/intervalUsageEnd',
+        'product/service', 'product/compartmentId', 'product/compartmentName', 'product/region',
+        'product/availabilityDomain', 'product/resourceId', 'usage/billedQuantity', 'cost/subscriptionId',
+        'cost/productSku', 'product/Description', 'cost/unitPrice', 'cost/myCost', 'cost/currencyCode',
+        'cost/skuUnitDescription', 'lineItem/isCorrection', 'lineItem/backreferenceNo'
+    ]) }}
+{%- endmacro %}
+
+{#- The landed columns of a relation whose names start with a prefix (tag columns: `resourceTags/`,
+    `tags/`), as a list of names; empty while parsing. -#}
+{% macro columns_with_prefix(relation, prefix) -%}
+    {%- if not execute -%}{{ return([]) }}{%- endif -%}
+    {%- set names = [] -%}
+    {%- for column in adapter.get_columns_in_relation(relation) if column.name.startswith(prefix) -%}
+        {%- do names.append(column.name) -%}
+    {%- endfor -%}
+    {{ return(names) }}
+{%- endmacro %}
+
+{#- A JSON object text from tag columns: key = the column name without `strip` (and without AWS's
+    `user:` prefix), value = the column; null when the line has no tag. -#}
+{% macro tag_columns_json(columns, strip) -%}
+    {%- if columns -%}
+    case when coalesce({% for column in columns %}"{{ column }}"{{ ", " if not loop.last }}{% endfor %}) is not null then cast(json_object(
+        {%- for column in columns %}
+        '{{ column[strip | length:] | replace("user:", "", 1) | replace("'", "''") }}', "{{ column }}"{{ "," if not loop.last }}
+        {%- endfor %}
+    ) as varchar) end
+    {%- else -%}
+    cast(null as varchar)
+    {%- endif -%}
+{%- endmacro %}
+
+{#- Exact text of a sum of money columns (blank = 0); null when one of them does not parse. -#}
+{% macro money_text_sum(columns) -%}
+    cast(
+        {%- for column in columns %}
+        try_cast(coalesce(nullif(trim({{ column }}), ''), '0') as {{ money_type() }}){{ " +" if not loop.last }}
+        {%- endfor %}
+    as varchar)
+{%- endmacro %}
+
+{#- Google Cloud Billing export rows (the BigQuery export: newline-delimited JSON as `bq extract` writes
+    it, Parquet, or CSV with dotted column names such as `project.id`), one JSON object text per row in
+    `row_json` with its file and row. Nested fields (credits, labels, project) stay nested. -#}
+{% macro read_gcp_billing_exports(relative_dir) -%}
+    {%- set json_files = distinct_content_files(
+        landing_files(relative_dir ~ '/**/*.json') + landing_files(relative_dir ~ '/**/*.jsonl')
+        + landing_files(relative_dir ~ '/**/*.json.gz') + landing_files(relative_dir ~ '/**/*.jsonl.gz')
+    ) -%}
+    {%- set csv_files = distinct_content_files(
+        landing_files(relative_dir ~ '/**/*.csv') + landing_files(relative_dir ~ '/**/*.csv.gz')
+    ) -%}
+    {%- set parquet_files = distinct_content_files(landing_files(relative_dir ~ '/**/*.parquet')) -%}
+    select
+        cast(null as varchar) as row_json,
+        cast(null as varchar) as filename,
+        cast(null as bigint) as source_row_number
+    where false
+    {%- if json_files %}
+    union all
+    select
+        cast(json as varchar) as row_json,
+        filename,
+        row_number() over (partition by filename) as source_row_number
+    from read_json_objects(
+        {{ sql_string_list(json_files) }},
+        format = 'newline_delimited',
+        filename = true,
+        maximum_object_size = 268435456
+    )
+    {%- endif %}
+    {%- if csv_files %}
+    union all
+    select
+        cast(to_json(csv_rows) as varchar) as row_json,
+        csv_rows.filename,
+        row_number() over (partition by csv_rows.filename) as source_row_number
+    from read_csv({{ sql_string_list(csv_files) }}, {{ text_csv_options() }}) as csv_rows
+    {%- endif %}
+    {%- if parquet_files %}
+    union all
+    select
+        cast(to_json(parquet_rows) as varchar) as row_json,
+        parquet_rows.filename,
+        parquet_rows.file_row_number + 1 as source_row_number
+    from read_parquet(
+        {{ sql_string_list(parquet_files) }}, union_by_name = true, filename = true, file_row_number = true
+    ) as parquet_rows
+    {%- endif %}
+{%- endmacro %}
+
+{#- A text field of a GCP export row: the nested path (`$.project.id`) or, for flattened CSV, the dotted
+    column (`project.id`). -#}
+{% macro gcp_field(path) -%}
+    coalesce(
+        json_extract_string(row_json, '$.{{ path }}'),
+        json_extract_string(row_json, '$."{{ path }}"')
+    )
+{%- endmacro %}
