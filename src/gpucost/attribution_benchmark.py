@@ -186,6 +186,12 @@ def run(args: argparse.Namespace) -> int:
             f" (target {_pct(TARGETS['accuracy'])}), accuracy of all {_pct(rep.accuracy_all)},"
             f" ECE {_pct(rep.ece)} (target <= {_pct(TARGETS['ece'])})"
         )
+    sweep = ", ".join(
+        f"{t:.1f}: {_pct(r.coverage).strip()} at {_pct(r.accuracy_auto).strip()}"
+        for t in (0.5, 0.6, 0.7, 0.8, 0.9)
+        for r in [truth_report(warehouse, truth_csv, t)["all"]]
+    )
+    print(f"  other thresholds (coverage at accuracy): {sweep}")
     rep = reports["all"]
     placed_right = _pct(rep.coverage * rep.accuracy_auto)
     print(f"  coverage x accuracy = {placed_right} of untagged cost placed right")

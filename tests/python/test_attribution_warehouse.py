@@ -202,3 +202,33 @@ def test_an_accepted_suggestion_changes_the_next_build(generated_warehouse, tmp_
         warehouse=rebuilt,
     )
     assert model_rows[0][0] > 0 and model_rows[0][1] >= Decimal("0.3")
+
+
+def test_benchmark_command_scores_untagged_pods_against_the_truth(tmp_path, capsys):
+    import csv
+    import re
+
+    from gpucost.cli import main
+
+    out = tmp_path / "bench"
+    args = ["--out", str(out), "--nodes", "2", "--days", "2", "--step", "600", "--workloads", "500"]
+    assert main(["benchmark-attribution", *args]) == 0
+    printed = capsys.readouterr().out
+    assert "holdout:" in printed and "other thresholds" in printed
+    assert re.search(r"training \+ scoring 500 workloads .*: [\d.]+ s wall", printed)
+    # every untagged pod that ran is scored: the truth joins the warehouse's workload ids
+    (scored,) = re.findall(r"rules \+ model: (\d+) workloads", printed)
+    truth = list(csv.DictReader((out / "truth" / "workloads.csv").open(encoding="utf-8")))
+    import duckdb
+
+    with duckdb.connect(str(out / "gpucost.duckdb"), read_only=True) as con:
+        ran = {
+            r[0] for r in con.sql("select workload_id from intermediate.int_workloads").fetchall()
+        }
+    untagged_ran = [
+        r
+        for r in truth
+        if r["tag_state"] != "tagged"
+        and f"{r['cluster']}/{r['namespace']}/{r['pod']}/{r['uid']}" in ran
+    ]
+    assert int(scored) == len(untagged_ran) > 0
