@@ -77,3 +77,12 @@
         ), '')
     ))
 {%- endmacro %}
+
+{#- Who carries unused commitment under the idle policies that name one owner. -#}
+{% macro idle_commitment_owner(level) -%}
+    {%- if var('gpucost_idle_policy') == 'platform' -%}
+        {{ var('gpucost_platform_team_id') if level == 'team' else var('gpucost_platform_project_id') }}
+    {%- else -%}
+        {{ idle_owner() }}
+    {%- endif -%}
+{%- endmacro %}
