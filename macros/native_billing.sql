@@ -169,3 +169,13 @@
         json_extract_string(row_json, '$."{{ path }}"')
     )
 {%- endmacro %}
+
+{#- Money as integer 1e-18 units (HUGEINT), and back to exact text: DECIMAL(38, 18) prints all 18
+    decimals, so its digits without the point are the units. -#}
+{% macro money_units(amount) -%}
+    cast(replace(cast(cast({{ amount }} as {{ money_type() }}) as varchar), '.', '') as hugeint)
+{%- endmacro %}
+
+{% macro units_money_text(units) -%}
+    cast(cast({{ units }} as decimal(38, 0)) * cast('0.000000000000000001' as {{ money_type() }}) as varchar)
+{%- endmacro %}

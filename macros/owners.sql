@@ -83,3 +83,12 @@
     'reservation:' || {{ lines }}.cluster_id || '|' || cast({{ lines }}.period_start_epoch as varchar)
     || '|' || cast({{ lines }}.period_end_epoch as varchar)
 {%- endmacro %}
+
+{#- Who carries unused commitment under the idle policies that name one owner. -#}
+{% macro idle_commitment_owner(level) -%}
+    {%- if var('gpucost_idle_policy') == 'platform' -%}
+        {{ var('gpucost_platform_team_id') if level == 'team' else var('gpucost_platform_project_id') }}
+    {%- else -%}
+        {{ idle_owner() }}
+    {%- endif -%}
+{%- endmacro %}

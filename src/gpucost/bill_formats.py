@@ -13,7 +13,15 @@ be built from every format and compared:
   ``invoice.month``);
 - ``azure``: billing/azure/<month>/*.csv, Cost Management actual cost in the MCA spelling, one row
   per resource and day as Azure exports it;
-- ``oci``: billing/oci/<month>/*.csv, an OCI cost report (``cost/myCost``, ``tags/<key>``).
+- ``oci``: billing/oci/<month>/*.csv, an OCI cost report (``cost/myCost``, ``tags/<key>``);
+- ``onprem``: billing/onprem/<month>/*.csv, the on-prem cost items (docs/billing-formats.md): each
+  GPU node of the bill becomes a purchased ``hardware`` item on its Kubernetes node, priced so
+  that its hourly depreciation in the generated month equals the node's cloud hourly cost exactly
+  (price = hourly cost x hours of the month x 36 depreciation months, residual 0). An on-prem item
+  has no tags, no credit, tax or one-off charge and is billed for every hour of the month, so the
+  lines it cannot carry (storage, network, support, tax, credits: everything that is not a GPU
+  node) stay in billing/focus/<month>/not_onprem.csv, and the node's hours of the month outside
+  the generated days are billed too (as idle GPU time).
 
 What each format can carry decides what survives. The billed cost of every line is kept exactly in
 every format (Azure sums a resource's hours into its day). The effective (amortised) cost survives
@@ -36,7 +44,7 @@ from pathlib import Path
 
 import duckdb
 
-BILL_FORMATS = ("focus", "cur-legacy", "cur2", "gcp", "azure", "oci")
+BILL_FORMATS = ("focus", "cur-legacy", "cur2", "gcp", "azure", "oci", "onprem")
 
 _CUR_FIELDS = [
     ("identity/LineItemId", "identity_line_item_id"),
@@ -370,12 +378,108 @@ def write_oci(lines: list[dict[str, str]], out: Path) -> list[Path]:
     return written
 
 
+ONPREM_DEPRECIATION_MONTHS = 36
+_ONPREM_COLUMNS = [
+    "item_id", "item_type", "resource_id", "cluster_id", "description", "billing_account_id",
+    "currency", "amount", "start_date", "end_date", "depreciation_months", "residual_value",
+    "price_per_kwh",
+]  # fmt: skip
+
+
+def kube_nodes(landing: Path) -> dict[str, tuple[str, str]]:
+    """Cloud instance id / provider id / node name -> (Kubernetes node name, cluster), from the
+    landed ``kube_node_info`` series."""
+    nodes: dict[str, tuple[str, str]] = {}
+    for path in sorted((landing / "metrics" / "kube").rglob("kube_node_info.json")):
+        for series in json.loads(path.read_text(encoding="utf-8"))["data"]["result"]:
+            metric = series["metric"]
+            node = (metric["node"], metric.get("cluster", ""))
+            nodes[metric["node"]] = node
+            if metric.get("provider_id"):
+                nodes[metric["provider_id"]] = node
+                nodes[metric["provider_id"].rsplit("/", 1)[-1]] = node
+    return nodes
+
+
+def _hours_in_month(month_start_iso: str) -> int:
+    from datetime import datetime
+
+    start = datetime.strptime(month_start_iso[:7], "%Y-%m")
+    end = start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+    return int((end - start).total_seconds()) // 3600
+
+
+def write_onprem(lines: list[dict[str, str]], out: Path) -> list[Path]:
+    """GPU nodes as on-prem hardware items; every other line stays in a FOCUS file (see module)."""
+    nodes = kube_nodes(out)
+    written = []
+    for month, month_lines in _by_month(lines).items():
+        hourly: dict[tuple, set[Decimal]] = defaultdict(set)
+        rest = []
+        for line in month_lines:
+            node = nodes.get(line["ResourceId"])
+            is_hour = line["ChargePeriodEnd"][:13] != line["ChargePeriodStart"][:13]
+            if node and line["ChargeCategory"] == "Usage" and is_hour:
+                key = (node, line["BillingAccountId"], line["BillingCurrency"], line["ResourceId"])
+                hourly[key].add(Decimal(line["BilledCost"]))
+            else:
+                rest.append(line)
+        items = []
+        for (node, account, currency, resource), costs in sorted(hourly.items()):
+            if len(costs) != 1:
+                raise ValueError(f"{resource}: hourly cost varies ({sorted(costs)}), not one asset")
+            (cost,) = costs
+            hours = _hours_in_month(month)
+            price = cost * hours * ONPREM_DEPRECIATION_MONTHS
+            items.append(
+                {
+                    "item_id": f"hw-{node[0]}",
+                    "item_type": "hardware",
+                    "resource_id": node[0],
+                    "cluster_id": node[1],
+                    "description": f"GPU server {node[0]} (was {resource})",
+                    "billing_account_id": account,
+                    "currency": currency,
+                    "amount": format(price, "f"),
+                    "start_date": f"{month}-01",
+                    "end_date": "",
+                    "depreciation_months": ONPREM_DEPRECIATION_MONTHS,
+                    "residual_value": "0",
+                    "price_per_kwh": "",
+                }
+            )
+        path = out / "billing" / "onprem" / month / "onprem_items.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=_ONPREM_COLUMNS, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(items)
+        written.append(path)
+        if rest:
+            written.append(_write_focus_rest(rest, out, month))
+    return written
+
+
+def _write_focus_rest(rest: list[dict[str, str]], out: Path, month: str) -> Path:
+    path = out / "billing" / "focus_rest" / month / "not_onprem.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = [key for key in rest[0] if key != "_month"]
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(
+            handle, fieldnames=header, lineterminator="\n", extrasaction="ignore"
+        )
+        writer.writeheader()
+        writer.writerows(rest)
+    return path
+
+
 _WRITERS = {
     "cur-legacy": write_cur_legacy,
     "cur2": write_cur2,
     "gcp": write_gcp,
     "azure": write_azure,
     "oci": write_oci,
+    "onprem": write_onprem,
 }
 
 
@@ -392,4 +496,11 @@ def render_bill(landing: Path, bill_format: str) -> list[Path]:
     lines = read_focus_lines(landing)
     written = _WRITERS[bill_format](lines, landing)
     shutil.rmtree(landing / "billing" / "focus")
+    rest = landing / "billing" / "focus_rest"
+    if rest.exists():  # the lines the format cannot carry stay FOCUS lines
+        rest.rename(landing / "billing" / "focus")
+        written = [
+            landing / "billing" / "focus" / p.relative_to(rest) if p.is_relative_to(rest) else p
+            for p in written
+        ]
     return written

@@ -203,7 +203,7 @@ def _add_generate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bill-format",
         default="focus",
-        choices=["focus", "cur-legacy", "cur2", "gcp", "azure", "oci"],
+        choices=["focus", "cur-legacy", "cur2", "gcp", "azure", "oci", "onprem"],
         help="bill as FOCUS (default) or a provider's native export (see gpucost.bill_formats)",
     )
 

@@ -148,6 +148,52 @@ def _cur_row(account: str, line_type: str, cost: str, currency: str = "USD", **e
     return row
 
 
+def _azure(charge_type: str, pricing: str, cost: str, resource: str = "") -> dict:
+    return {
+        "BillingAccountId": "mca-555",
+        "BillingPeriodStartDate": "2026-10-01",
+        "BillingPeriodEndDate": "2026-10-31",
+        "InvoiceId": "G012345678",
+        "SubscriptionId": "sub-1",
+        "Date": "2026-10-05",
+        "ChargeType": charge_type,
+        "PricingModel": pricing,
+        "MeterCategory": "Virtual Machines",
+        "ProductName": "NC A100 v4",
+        "ResourceId": resource,
+        "CostInBillingCurrency": cost,
+        "BillingCurrency": "USD",
+        "Tags": '{"project_id": "llm-pretrain"}' if resource else "",
+    }
+
+
+VM = "/subscriptions/sub-1/resourcegroups/rg/providers/microsoft.compute/virtualmachines/gpu1"
+AZURE_MCA_ACTUAL = [
+    _azure("Purchase", "Reservation", "700.00"),
+    _azure("Usage", "Reservation", "0", VM),  # covered hours: billed 0 in the actual export
+    _azure("Usage", "OnDemand", "12.50", VM),
+    _azure("Refund", "OnDemand", "-2.00", VM),
+    _azure("Tax", "OnDemand", "8.00"),
+    _azure("RoundingAdjustment", "OnDemand", "0.01"),
+]
+AZURE_MCA_AMORTIZED = [
+    _azure("Usage", "Reservation", "18.40", VM),
+    _azure("UnusedReservation", "Reservation", "4.60"),
+    _azure("Usage", "OnDemand", "12.50", VM),
+    _azure("Refund", "OnDemand", "-2.00", VM),
+    _azure("Tax", "OnDemand", "8.00"),
+    _azure("RoundingAdjustment", "OnDemand", "0.01"),
+]
+
+
+def _write_rows(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def _write_csv(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
@@ -249,6 +295,18 @@ def native_warehouse(tmp_path_factory):
             _cur_row("444444444444", "Tax", "5.70", "EUR"),
         ],
     )
+    # an Azure MCA actual + amortised month (MCA spelling: CostInBillingCurrency, BillingCurrency,
+    # InvoiceId, ISO dates): a reservation purchase, its used and unused hours, a refund, tax and a
+    # rounding adjustment
+    _write_rows(billing / "azure" / "mca" / "actualcost.csv", AZURE_MCA_ACTUAL)
+    _write_rows(billing / "azure" / "mca" / "amortizedcost.csv", AZURE_MCA_AMORTIZED)
+    # an exchange rate for the reporting currency (USD): EUR in October 2026 only
+    (landing / "reference" / "fx").mkdir(parents=True)
+    (landing / "reference" / "fx" / "rates.csv").write_text(
+        "from_currency,to_currency,rate_month,rate,rate_source\n"
+        "EUR,USD,2026-10,1.0850,ECB reference rate 2026-10-30\n",
+        encoding="utf-8",
+    )
     # a GCP BigQuery export (JSON lines): a GPU SKU with two nested credits, invoiced in the month
     # after its usage hour; tax and a rounding error
     (billing / "gcp").mkdir()
@@ -342,6 +400,7 @@ def test_azure_actual_and_amortised_combine_into_two_ledgers(native_warehouse):
     ]
     reasons = native_warehouse.sql(
         "select distinct quarantine_reason from marts.rpt_quarantine where source_kind = 'billing/azure'"
+        " and source_file like '%finops_toolkit%'"
     )
     assert reasons == [("represented_by_actual_export: Usage",)]
 
@@ -523,3 +582,77 @@ def test_gcp_credits_are_lines_of_their_own_and_invoice_month_decides(native_war
     assert _reconciliation(native_warehouse, "provider_name = 'Google Cloud'") == [
         ("USD", Decimal("2.159736"), Decimal("2.159736"), 0, 0, 0, True)
     ]
+
+
+def test_statements_restated_in_the_reporting_currency_record_the_conversion(native_warehouse):
+    rows = native_warehouse.sql(
+        "select billing_currency, conversion_status, count(*), sum(billed_cost), min(fx_rate),"
+        " sum(reporting_billed_cost), min(fx_rate_source) from marts.rpt_chargeback_reporting_currency"
+        " group by 1, 2 order by 1, 2"
+    )
+    by_currency = {row[0]: row[1:] for row in rows}
+    # EUR has a rate for its month: converted exactly, the rate and its source on the row
+    status, _, eur_cents, rate, reporting, source = by_currency["EUR"]
+    assert (status, eur_cents, rate) == ("converted", Decimal("35.70"), Decimal("1.085"))
+    assert reporting == eur_cents * rate and source == "ECB reference rate 2026-10-30"
+    # CAD (the Azure EA sample) has none: kept, flagged, never added into USD
+    assert by_currency["CAD"][0] == "no_rate" and by_currency["CAD"][4] is None
+    assert by_currency["USD"][0] == "same_currency" and by_currency["USD"][3] == 1
+
+
+def test_azure_mca_commitment_rows_refund_tax_and_rounding(native_warehouse):
+    rows = native_warehouse.sql(
+        "select native_charge_type, commitment_discount_status, billed_cost, effective_cost,"
+        " is_superseded from intermediate.int_bill_line_items where billing_account_id = 'mca-555'"
+        " order by is_superseded, native_charge_type, billed_cost, effective_cost"
+    )
+    current = [row[:4] for row in rows if not row[4]]
+    assert current == [
+        ("Purchase", None, Decimal("700.00"), Decimal("0")),  # amortised into the usage rows
+        ("Refund", None, Decimal("-2.00"), Decimal("-2.00")),
+        ("RoundingAdjustment", None, Decimal("0.01"), Decimal("0.01")),
+        ("Tax", None, Decimal("8.00"), Decimal("8.00")),
+        ("UnusedReservation", "Unused", Decimal("0"), Decimal("4.60")),
+        ("Usage", "Used", Decimal("0"), Decimal("18.40")),
+        ("Usage", None, Decimal("12.50"), Decimal("12.50")),
+    ]
+    # billed = the invoice (actual export), effective = the month's amortised view
+    assert _reconciliation(native_warehouse, "billing_account_id = 'mca-555'") == [
+        ("USD", Decimal("718.51"), Decimal("41.51"), 0, 0, 5, True)
+    ]
+    assert native_warehouse.sql(
+        "select distinct invoice_id from marts.rpt_reconciliation where billing_account_id = 'mca-555'"
+    ) == [("G012345678",)]
+
+
+def test_unused_commitment_is_spread_as_idle_under_the_idle_policy(native_warehouse):
+    # default policy (proportional): to the owners of the account's cost, as `idle`
+    rows = native_warehouse.sql(
+        "select project_id, allocation_kind, sum(billed_cost), sum(effective_cost)"
+        " from marts.fct_cost_allocation where line_class = 'idle_commitment'"
+        " and billing_account_id = 'mca-555' group by 1, 2"
+    )
+    assert rows == [("llm-pretrain", "idle", Decimal("0"), Decimal("4.60"))]
+
+
+@pytest.mark.parametrize(
+    ("policy", "owner"), [("visible", "__idle__"), ("platform", "gpu-platform")]
+)
+def test_unused_commitment_follows_the_named_idle_owner(native_warehouse, policy, owner):
+    copy = native_warehouse.copy(f"idle_{policy}")
+    result = native_warehouse.dbt(
+        "build",
+        "--select",
+        "int_bill_lines_classified+",
+        "--vars",
+        f"{{gpucost_default_billing_currency: USD, gpucost_idle_policy: {policy}}}",
+        warehouse=copy,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    rows = native_warehouse.sql(
+        "select project_id, allocation_kind, allocation_basis, sum(effective_cost)"
+        " from marts.fct_cost_allocation where line_class = 'idle_commitment'"
+        " and billing_account_id = 'mca-555' group by 1, 2, 3",
+        warehouse=copy,
+    )
+    assert rows == [(owner, "idle", f"idle_{policy}", Decimal("4.60"))]

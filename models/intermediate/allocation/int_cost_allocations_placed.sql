@@ -1,5 +1,7 @@
 -- Every allocation that does not depend on other owners' costs: direct lines, GPU usage, spread idle,
 -- and lines that cannot be placed. Owners resolved; `unallocated` wherever the project is unknown.
+{%- set placed_classes = "'direct', 'unallocated'"
+    ~ (", 'idle_commitment'" if var('gpucost_idle_policy') in ('visible', 'platform') else "") %}
 with
 
 classified as (
@@ -35,19 +37,33 @@ workloads as (
 
 direct_and_unplaced as (
 
+    -- direct and unplaceable lines whole; unused commitment whole to its idle owner when the idle policy
+    -- names one (visible: __idle__, platform: the platform owner); otherwise it is spread like shared
     select
         classified.charge_id,
         cast(null as varchar) as workload_id,
-        case when classified.line_class = 'direct' then classified.direct_team_id
+        case
+            when classified.line_class = 'direct' then classified.direct_team_id
+            when classified.line_class = 'idle_commitment' then '{{ idle_commitment_owner('team') }}'
             else '{{ unallocated_owner() }}'
         end as team_id,
-        case when classified.line_class = 'direct' then classified.direct_project_id
+        case
+            when classified.line_class = 'direct' then classified.direct_project_id
+            when classified.line_class = 'idle_commitment' then '{{ idle_commitment_owner('project') }}'
             else '{{ unallocated_owner() }}'
         end as project_id,
         case when classified.line_class = 'direct' then classified.direct_user_id end as user_id,
-        classified.line_class as allocation_kind,
-        'whole_line' as allocation_basis,
-        case when classified.line_class = 'direct' then 'bill_tag' else 'none' end as attribution_method,
+        case when classified.line_class = 'idle_commitment' then 'idle' else classified.line_class end
+            as allocation_kind,
+        case
+            when classified.line_class = 'idle_commitment' then 'idle_{{ var("gpucost_idle_policy") }}'
+            else 'whole_line'
+        end as allocation_basis,
+        case
+            when classified.line_class = 'direct' then 'bill_tag'
+            when classified.line_class = 'idle_commitment' then 'policy'
+            else 'none'
+        end as attribution_method,
         cast(null as varchar) as attribution_rule_id,
         cast(case when classified.line_class = 'direct' then 1 else 0 end as double) as attribution_confidence,
         classified.unallocated_reason,
@@ -56,7 +72,7 @@ direct_and_unplaced as (
         charges.effective_cost
     from classified
     inner join charges on classified.charge_id = charges.charge_id
-    where classified.line_class in ('direct', 'unallocated')
+    where classified.line_class in ({{ placed_classes }})
 
 ),
 

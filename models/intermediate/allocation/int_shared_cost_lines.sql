@@ -1,11 +1,14 @@
 -- Shared bill lines, each with the scopes (narrow to wide) whose owners it is spread across:
 -- its billing account's period, then the whole billing period, in the same currency.
+{%- set shared_classes = "'shared'"
+    ~ (", 'idle_commitment'" if var('gpucost_idle_policy') not in ('visible', 'platform') else "") %}
 with
 
 classified as (
 
     select * from {{ ref('int_bill_lines_classified') }}
-    where line_class = 'shared'
+    -- unused commitment is idle capacity: under proportional / even it goes to owners by their cost
+    where line_class in ({{ shared_classes }})
 
 ),
 

@@ -1,9 +1,9 @@
 -- A view, like the staging models it unions: read where it is used, nothing copied.
 {{ config(materialized='view') }}
 
--- Every bill line of every format in one shape: FOCUS exports and the native AWS CUR, Azure, OCI
--- and GCP reports, each typed by the same rules (typed_bill_charges), with its source_format. Every later model
--- reads this, never a single format.
+-- Every bill line of every format in one shape: FOCUS exports, the native AWS CUR, Azure, OCI and
+-- GCP reports and the on-prem cost lines, each typed by the same rules (typed_bill_charges), with its
+-- source_format. Every later model reads this, never a single format.
 with
 
 focus as (
@@ -36,6 +36,12 @@ gcp as (
 
 ),
 
+onprem as (
+
+    select * from {{ ref('int_onprem_cost_lines') }}
+
+),
+
 unioned as (
 
     select * from focus
@@ -47,6 +53,8 @@ unioned as (
     select * from oci
     union all
     select * from gcp
+    union all
+    select * from onprem
 
 )
 

@@ -3,6 +3,8 @@
 --   direct       tagged with a known project: goes to that project whole
 --   shared       untagged storage, network, support, tax, credits...: spread by owners' direct cost
 --   unallocated  cannot be placed (bad charge period, GPU instance without telemetry, unknown project tag)
+--   idle_commitment  unused commitment (CommitmentDiscountStatus Unused: Azure UnusedReservation /
+--                UnusedSavingsPlan, FOCUS Unused rows): placed by the idle policy, like idle GPU time
 with
 
 charges as (
@@ -122,6 +124,7 @@ classified as (
         tagged.tag_user_norm as direct_user_id,
         tagged.tag_project_norm,
         tagged.invalid_period_reason,
+        tagged.commitment_discount_status,
         tagged.charge_category,
         tagged.native_charge_type,
         tagged.source_format,
@@ -143,6 +146,7 @@ final as (
         charge_id,
         case
             when invalid_period_reason is not null then 'unallocated'
+            when commitment_discount_status = 'Unused' then 'idle_commitment'
             when node_id is not null then 'gpu_node'
             when gpu_instance_type is not null then 'unallocated'
             when direct_project_id is not null then 'direct'
@@ -151,6 +155,7 @@ final as (
         end as line_class,
         case
             when invalid_period_reason is not null then invalid_period_reason
+            when commitment_discount_status = 'Unused' then null
             when node_id is not null then null
             when gpu_instance_type is not null then 'gpu_resource_without_telemetry: ' || gpu_instance_type
             when direct_project_id is not null then null
@@ -170,11 +175,11 @@ final as (
                 ) then 'credits'
             when charge_category in ('Tax', 'Purchase', 'Adjustment')
                 or regexp_matches(line_text, 'support|rounding') then 'support_tax_fees'
+            when regexp_matches(line_text, '\benergy\b|kwh') then 'energy'
+            when regexp_matches(line_text, 'licen[cs]e|marketplace|software') then 'licensing'
             when node_id is not null or gpu_instance_type is not null
                 or regexp_matches(line_text, 'gpu|nvidia|tesla|a100|h100|h200|v100|l40s?\b')
                 then 'compute_gpu'
-            when regexp_matches(line_text, '\benergy\b|\bpower\b|kwh') then 'energy'
-            when regexp_matches(line_text, 'licen[cs]e|marketplace|software') then 'licensing'
             when regexp_matches(
                     line_text, 'network|transfer|bandwidth|egress|ingress|load balanc|vpc|nat gateway|peering|cdn|dns'
                 ) then 'network'

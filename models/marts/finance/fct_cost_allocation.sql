@@ -88,7 +88,10 @@ final as (
         classified.line_class,
         classified.cost_component,
         charges.source_format,
-        allocations.allocation_kind,
+        case
+            when classified.line_class = 'idle_commitment' and allocations.allocation_kind = 'shared' then 'idle'
+            else allocations.allocation_kind
+        end as allocation_kind,
         allocations.allocation_basis,
         allocations.attribution_method,
         allocations.attribution_rule_id,

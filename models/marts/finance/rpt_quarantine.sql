@@ -16,6 +16,13 @@ dcgm_samples as (
 
 ),
 
+onprem_items as (
+
+    select * from {{ ref('stg_onprem__cost_items') }}
+    where quarantine_reason is not null
+
+),
+
 kube_samples as (
 
     select * from {{ ref('base_kube__samples') }}
@@ -79,9 +86,29 @@ kube as (
 
 ),
 
+onprem as (
+
+    select
+        'billing/onprem' as source_kind,
+        source_file,
+        cast(null as bigint) as source_row_number,
+        'item ' || item_id as metric_name,
+        quarantine_reason,
+        cast(1 as bigint) as record_count,
+        coalesce(item_type, '<null>') as example_value,
+        amount as billed_cost,
+        amount as effective_cost,
+        billing_currency,
+        cast(null as date) as billing_period_start
+    from onprem_items
+
+),
+
 unioned as (
 
     select * from bill_lines
+    union all
+    select * from onprem
     union all
     select * from dcgm
     union all
