@@ -4,8 +4,8 @@ was billed over that term, exactly, through allocation.
 A 3-month Savings Plan (FOCUS 1.x commitment rows, as in the spec's commitment_discount_purchase /
 usage scenarios): a $1,000.00 upfront fee (Purchase, One-Time, billed in October, effective 0), a
 $0.50/hour recurring fee billed monthly (Purchase, Recurring, effective 0), and per month the hourly
-commitment (upfront amortised over the term's 2,208 hours + recurring) consumed by two teams. GPU
-usage (Usage, CommitmentDiscountStatus Used: billed 0, effective = the commitment it used) and the
+commitment (upfront amortised over the term's 2,208 hours + recurring) consumed by two teams' tagged
+compute usage (Usage, CommitmentDiscountStatus Used: billed 0, effective = the commitment it used) and the
 rest unused (CommitmentDiscountStatus Unused: billed 0, effective = the unused commitment, routed as
 idle). The amortised upfront is 1000/2208 per hour, a non-terminating fraction: each month gets its
 share in 1e-10 units by largest remainder, as the provider's amortised export rounds it."""
