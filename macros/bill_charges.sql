@@ -4,9 +4,23 @@
     amortised exports; null for one dataset) and native_superseded_reason (a line another line of the same
     bill already represents, or null)), then calls this macro, which emits the CTEs `parsed`, `identified`,
     `deliveries` and `final`: money as DECIMAL(38, 18), UTC timestamps, tags as JSON with the ownership
-    tags pulled out, quarantine and superseded-redelivery reasons. So every format is typed, quarantined
+    tags pulled out, quarantine and superseded-redelivery reasons.
+    Restatements: a delivery is a folder. Of the deliveries of one provider, billing account, month and
+    dataset the newest wins, ordered by (1) the delivery's own time when its folder name is one
+    (20261104T000000Z, 2026-11-04T00:00:00Z, 202611040000: CUR 2.0 / FOCUS / time-stamped exports), else
+    the newest modification time of its files (read_blob's last_modified, via stg_landing__files: legacy
+    CUR assemblyId GUID folders carry no order), then (2) that modification time, then (3) the folder name. So every format is typed, quarantined
     and restated by the same rules, and the union of all of them has one shape. -#}
 {% macro typed_bill_charges(source_cte, source_format) -%}
+landed_files as (
+
+    select
+        source_file,
+        last_modified_at
+    from {{ ref('stg_landing__files') }}
+
+),
+
 parsed as (
 
     select
@@ -83,14 +97,30 @@ parsed as (
 identified as (
 
     select
-        *,
-        {% if source_format != 'focus' %}'{{ source_format }}:' || {% endif %}content_hash || '-'
+        parsed.*,
+        {% if source_format != 'focus' %}'{{ source_format }}:' || {% endif %}parsed.content_hash || '-'
         || cast(row_number() over (
-            partition by content_hash order by source_file, source_row_number
+            partition by parsed.content_hash order by parsed.source_file, parsed.source_row_number
         ) as varchar) as charge_id,
         -- a delivery is a folder: a month landed again in another folder (a restated export) replaces it
-        regexp_replace(replace(source_file, '\\', '/'), '/[^/]*$', '') as delivery_folder
+        regexp_replace(replace(parsed.source_file, '\\', '/'), '/[^/]*$', '') as delivery_folder,
+        landed_files.last_modified_at as file_modified_at
     from parsed
+    left join landed_files on parsed.source_file = landed_files.source_file
+
+),
+
+delivery_times as (
+
+    select
+        *,
+        -- the export's own delivery time, when the folder's name is one
+        try_strptime(
+            regexp_extract(delivery_folder, '[^/]*$'),
+            ['%Y%m%dT%H%M%SZ', '%Y%m%dT%H%M%S', '%Y-%m-%dT%H:%M:%SZ', '%Y-%m-%dT%H:%M:%S', '%Y%m%d%H%M']
+        ) as delivery_named_at,
+        max(file_modified_at) over (partition by delivery_folder) as delivery_modified_at
+    from identified
 
 ),
 
@@ -98,10 +128,14 @@ deliveries as (
 
     select
         *,
-        max(delivery_folder) over (
+        first_value(delivery_folder) over (
             partition by provider_name, billing_account_id, billing_period_start_at, delivery_dataset
+            order by
+                coalesce(delivery_named_at, delivery_modified_at) desc nulls last,
+                delivery_modified_at desc nulls last,
+                delivery_folder desc
         ) as latest_delivery_folder
-    from identified
+    from delivery_times
 
 ),
 

@@ -213,3 +213,100 @@ def test_onprem_month_reconciles_and_places_every_non_shared_cent_like_focus(
     assert focus_all.keys() == onprem_all.keys()
     moved = max(abs(focus_all[team] - onprem_all[team]) for team in focus_all)
     assert 0 < moved < 100
+
+
+def _set_mtime(folder: Path, when: int) -> None:
+    import os
+
+    for path in folder.rglob("*"):
+        os.utime(path, (when, when))
+
+
+@pytest.fixture(scope="module")
+def restated(small_month, tmp_path_factory):
+    """Two restated months whose delivery folders sort the wrong way round.
+
+    - legacy CUR: assemblyId GUID folders. The first delivery lands in ``f3c1...`` (file time
+      2026-11-02), the restatement (its first line + $10) in ``0a7e...`` (file time 2026-11-04):
+      by name the first would win, by file time the restatement does.
+    - FOCUS, another billing account: export-time folders. ``20261104T000000Z`` holds the
+      restatement (+$7) but its files were copied earlier (file time 2026-11-01) than the older
+      ``20261102T000000Z`` delivery (file time 2026-11-05): the export's own time wins.
+    """
+    landing = tmp_path_factory.mktemp("restated") / "landing"
+    shutil.copytree(small_month, landing)
+    focus_dir = landing / "billing" / "focus"
+    focus_copy = tmp_path_factory.mktemp("restated_focus") / "focus"
+    shutil.copytree(focus_dir, focus_copy)
+    render_bill(landing, "cur-legacy")
+    (cur_file,) = (landing / "billing" / "aws_cur").rglob("*.csv.gz")
+    period = landing / "billing" / "aws_cur" / "gpucost-cur" / "20261001-20261101"
+    first, second = (
+        period / "f3c1b9e2-7d4a-4c55-9a0e-1b2c3d4e5f60",
+        period / "0a7e4c1d-2b3f-4e5a-8c9d-0e1f2a3b4c5d",
+    )
+    first.mkdir(parents=True)
+    shutil.move(cur_file, first / "gpucost-cur-1.csv.gz")
+    with gzip.open(first / "gpucost-cur-1.csv.gz", "rt", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    rows[0]["lineItem/UnblendedCost"] = str(Decimal(rows[0]["lineItem/UnblendedCost"]) + 10)
+    second.mkdir(parents=True)
+    with gzip.open(second / "gpucost-cur-1.csv.gz", "wt", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    _set_mtime(first, 1793577600)  # 2026-11-02
+    _set_mtime(second, 1793750400)  # 2026-11-04
+
+    (focus_file,) = focus_copy.rglob("*.csv")
+    with focus_file.open(newline="", encoding="utf-8") as handle:
+        focus_rows = [dict(row, BillingAccountId="111111111111") for row in csv.DictReader(handle)]
+    export = landing / "billing" / "focus" / "BILLING_PERIOD=2026-10"
+    for folder, extra, when in (
+        ("20261102T000000Z", 0, 1793836800),  # older export, file time 2026-11-05
+        ("20261104T000000Z", 7, 1793491200),  # newer export, file time 2026-11-01
+    ):
+        out = [dict(row) for row in focus_rows]
+        out[0]["BilledCost"] = str(Decimal(out[0]["BilledCost"]) + extra)
+        out[0]["EffectiveCost"] = str(Decimal(out[0]["EffectiveCost"]) + extra)
+        (export / folder).mkdir(parents=True)
+        with (export / folder / "focus.csv").open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(out[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(out)
+        _set_mtime(export / folder, when)
+    bill = sum(Decimal(line["BilledCost"]) for line in read_focus_lines(small_month))
+    warehouse = _build(landing, tmp_path_factory.mktemp("restated_build"))
+    return warehouse, bill, len(rows), first.name, second.name
+
+
+def test_newest_delivery_wins_by_file_time_when_folders_do_not_sort(restated):
+    warehouse, bill, line_count, first, second = restated
+    got = warehouse.sql(
+        "select sum(billed_cost), sum(bill_line_count), sum(superseded_line_count),"
+        " bool_and(is_reconciled) from marts.rpt_reconciliation"
+        " where billing_account_id <> '111111111111'"
+    )
+    assert got == [(bill + 10, line_count, line_count, True)]
+    history = warehouse.sql(
+        "select count(*), min(quarantine_reason), max(quarantine_reason) from marts.rpt_quarantine"
+        f" where source_file like '%{first}%'"
+    )
+    assert len(history) == 1 and history[0][0] == line_count
+    assert history[0][1] == history[0][2]
+    assert history[0][1].startswith("superseded_by_redelivery: ") and history[0][1].endswith(second)
+
+
+def test_newest_delivery_wins_by_the_exports_own_time_over_file_time(restated):
+    warehouse, bill, _, _, _ = restated
+    got = warehouse.sql(
+        "select sum(billed_cost), sum(superseded_line_count), bool_and(is_reconciled)"
+        " from marts.rpt_reconciliation where billing_account_id = '111111111111'"
+    )
+    assert got[0][0] == bill + 7 and got[0][1] > 0 and got[0][2]
+    ((superseded, reason),) = warehouse.sql(
+        "select count(*), max(quarantine_reason) from marts.rpt_quarantine"
+        " where source_file like '%20261102T000000Z%'"
+    )
+    assert superseded == got[0][1]
+    assert reason.startswith("superseded_by_redelivery: ") and reason.endswith("20261104T000000Z")
