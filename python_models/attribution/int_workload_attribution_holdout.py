@@ -2,15 +2,13 @@
 later ones (see gpucost.attribution.holdout_predictions); rpt_attribution_quality scores it."""
 
 from gpucost.arrow_io import ATTRIBUTION_SCHEMA, rows_of, table_of
-from gpucost.attribution import holdout_predictions, prediction_rows
+from gpucost.attribution import holdout_predictions, known_projects, prediction_rows
 
 
 def model(dbt, session):
     dbt.config(materialized="table")
     records = rows_of(dbt.ref("int_workload_features"))
-    mapping = rows_of(dbt.ref("stg_reference__org_mapping"))
-    known = sorted({r["project_id"] for r in mapping})
-    known = known or sorted({r["known_project_id"] for r in records if r["known_project_id"]})
+    known = known_projects(records, rows_of(dbt.ref("stg_reference__org_mapping")))
     pairs, fitted = holdout_predictions(
         records,
         known,

@@ -3,15 +3,13 @@
 Retrained on every build on the workloads with a known project in the trailing window."""
 
 from gpucost.arrow_io import ATTRIBUTION_SCHEMA, rows_of, table_of
-from gpucost.attribution import predict_untagged, prediction_rows
+from gpucost.attribution import known_projects, predict_untagged, prediction_rows
 
 
 def model(dbt, session):
     dbt.config(materialized="table")
     records = rows_of(dbt.ref("int_workload_features"))
-    mapping = rows_of(dbt.ref("stg_reference__org_mapping"))
-    known = sorted({r["project_id"] for r in mapping})
-    known = known or sorted({r["known_project_id"] for r in records if r["known_project_id"]})
+    known = known_projects(records, rows_of(dbt.ref("stg_reference__org_mapping")))
     predictions, fitted = predict_untagged(
         records,
         known,

@@ -94,6 +94,14 @@ class AttributionModel:
     coefficients: np.ndarray = field(repr=False)
 
 
+def known_projects(
+    records: Iterable[Mapping[str, Any]], mapping: Iterable[Mapping[str, Any]]
+) -> list[str]:
+    """The projects a prediction may name: the org mapping's, else the known ones seen in labels."""
+    known = sorted({row["project_id"] for row in mapping if row.get("project_id")})
+    return known or sorted({r["known_project_id"] for r in records if r.get("known_project_id")})
+
+
 def tokens(*texts: str | None) -> list[str]:
     """Lower-case name tokens and adjacent bigrams, random suffixes dropped.
 

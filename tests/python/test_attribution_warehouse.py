@@ -19,13 +19,15 @@ DECLARED = ("bill_tag", "pod_label", "override", "rule", "policy")
 def _project_copy(tmp: Path) -> Path:
     """The dbt project without venv, builds or data: a place to add seed rows."""
     copy = tmp / "project"
-    shutil.copytree(
-        PROJECT_DIR,
-        copy,
-        ignore=shutil.ignore_patterns(
-            ".venv", ".git", "target", "logs", "landing", "warehouse", "node_modules", "tests"
-        ),
-    )
+
+    def ignore(directory: str, names: list[str]) -> list[str]:
+        # landing/, warehouse/ and tests/ only at the root: models/staging/landing is a model folder
+        skip = {".venv", ".git", "target", "logs", "node_modules"}
+        if Path(directory) == PROJECT_DIR:
+            skip |= {"landing", "warehouse", "tests"}
+        return [name for name in names if name in skip]
+
+    shutil.copytree(PROJECT_DIR, copy, ignore=ignore)
     shutil.copytree(PROJECT_DIR / "tests" / "generic", copy / "tests" / "generic")
     shutil.copytree(PROJECT_DIR / "tests" / "singular", copy / "tests" / "singular")
     return copy
