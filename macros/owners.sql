@@ -92,3 +92,9 @@
         {{ idle_owner() }}
     {%- endif -%}
 {%- endmacro %}
+
+{#- Attribution methods that rest on an explicit valid tag or a human decision: the learned model trains on
+    these workloads' projects, and they are not "untagged" in rpt_attribution_quality. -#}
+{% macro label_attribution_methods() -%}
+    ('pod_label', 'slurm_account', 'override')
+{%- endmacro %}

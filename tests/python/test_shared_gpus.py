@@ -236,6 +236,11 @@ def test_slurm_array_task_across_a_hostlist_pays_both_nodes(default_build):
         ("hpc01", "hpc/slurm/500_3", "usage", D("6.00")),
         ("hpc02", "hpc/slurm/500_3", "usage", D("6.00")),
     ]
+    # a valid Slurm account is an explicit tag: the learned model trains on it, and it is not "untagged"
+    (known,) = default_build.sql(
+        "select known_project_id from intermediate.int_workload_features where workload_id = 'hpc/slurm/500_3'"
+    )[0]
+    assert known == "vision"
 
 
 def test_duplicated_scrapes_count_once_and_the_hour_reconciles(default_build):

@@ -115,7 +115,7 @@ final as (
         usage_summary.util_mean,
         usage_summary.util_p95,
         usage_summary.util_burstiness,
-        case when declared.attribution_method in ('pod_label', 'override') then declared.project_id end
+        case when declared.attribution_method in {{ label_attribution_methods() }} then declared.project_id end
             as known_project_id,
         declared.attribution_method as declared_attribution_method
     from declared

@@ -192,7 +192,7 @@ untagged_workloads as (
         coalesce(costs.effective_cost, 0) as effective_cost
     from workloads
     left join costs on workloads.workload_id = costs.workload_id
-    where workloads.attribution_method not in ('pod_label', 'override')
+    where workloads.attribution_method not in {{ label_attribution_methods() }}
 
 ),
 
