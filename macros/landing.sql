@@ -9,6 +9,10 @@
 {#- The files matching a glob under the landing zone (empty list while parsing). -#}
 {% macro landing_files(relative_glob) -%}
     {%- if not execute -%}{{ return([]) }}{%- endif -%}
+    {{ return(adapter.dispatch('landing_files', 'gpucost')(relative_glob)) }}
+{%- endmacro %}
+
+{% macro default__landing_files(relative_glob) -%}
     {%- set pattern = landing_path(relative_glob) -%}
     {%- set result = run_query("select file from glob('" ~ pattern | replace("'", "''") ~ "') order by file") -%}
     {{ return(result.columns[0].values() | list) }}
@@ -20,6 +24,10 @@
     file's name (DuckDB reads CSV as UTF-8; converting silently could change money). -#}
 {% macro distinct_content_files(files) -%}
     {%- if not files -%}{{ return([]) }}{%- endif -%}
+    {{ return(adapter.dispatch('distinct_content_files', 'gpucost')(files)) }}
+{%- endmacro %}
+
+{% macro default__distinct_content_files(files) -%}
     {%- set result = run_query(
         "select filename, md5(content) as content_md5, size,"
         ~ " filename not like '%.gz' and filename not like '%.parquet' and try(decode(content)) is null as is_not_utf8"
@@ -91,6 +99,10 @@
     number. Nested Parquet values (maps, structs, lists: CUR 2.0 resource_tags, GCP credits) become JSON
     text, so staging reads one representation whatever the file type. -#}
 {% macro read_bill_files(relative_dir, columns, check_columns=false) -%}
+    {{ return(adapter.dispatch('read_bill_files', 'gpucost')(relative_dir, columns, check_columns)) }}
+{%- endmacro %}
+
+{% macro default__read_bill_files(relative_dir, columns, check_columns=false) -%}
     {%- set csv_files = distinct_content_files(
         landing_files(relative_dir ~ '/**/*.csv') + landing_files(relative_dir ~ '/**/*.csv.gz')
     ) -%}
@@ -98,9 +110,9 @@
     {%- if check_columns -%}{%- do check_focus_columns(csv_files, parquet_files) -%}{%- endif -%}
     select
         {% for column in columns -%}
-        cast(null as varchar) as "{{ column }}",
+        cast(null as string) as "{{ column }}",
         {% endfor -%}
-        cast(null as varchar) as filename,
+        cast(null as string) as filename,
         cast(null as bigint) as source_row_number
     where false
     {%- if csv_files %}
@@ -123,9 +135,9 @@
     select
         {% for row in described.rows if row[0] not in ('filename', 'file_row_number') -%}
         {%- if row[1].startswith('MAP') or row[1].startswith('STRUCT') or row[1].endswith(']') -%}
-        cast(to_json("{{ row[0] }}") as varchar) as "{{ row[0] }}",
+        cast(to_json("{{ row[0] }}") as string) as "{{ row[0] }}",
         {%- else -%}
-        cast("{{ row[0] }}" as varchar) as "{{ row[0] }}",
+        cast("{{ row[0] }}" as string) as "{{ row[0] }}",
         {%- endif %}
         {% endfor -%}
         filename,
@@ -152,6 +164,10 @@
 {#- Prometheus /api/v1/query_range responses (resultType matrix), one sample per row:
     the file, the series' labels as a map, the sample's unix time and its value as text. -#}
 {% macro read_prometheus_matrix(relative_dir) -%}
+    {{ return(adapter.dispatch('read_prometheus_matrix', 'gpucost')(relative_dir)) }}
+{%- endmacro %}
+
+{% macro default__read_prometheus_matrix(relative_dir) -%}
     {%- set files = landing_files(relative_dir ~ '/**/*.json') + landing_files(relative_dir ~ '/**/*.json.gz') -%}
     {%- if files %}
     with responses as (
@@ -168,8 +184,8 @@
             -- cluster is ~18 MB, over DuckDB's 16 MB default
             maximum_object_size = 268435456,
             columns = {
-                status: 'varchar',
-                data: 'struct(resultType varchar, result struct(metric map(varchar, varchar), "values" varchar[][])[])'
+                status: 'string',
+                data: 'struct(resultType string, result struct(metric map(string, string), "values" string[][])[])'
             }
         )
         where status = 'success'
@@ -196,22 +212,26 @@
     where result_type = 'matrix'
     {%- else %}
     select
-        cast(null as varchar) as filename,
-        cast(null as map(varchar, varchar)) as labels,
+        cast(null as string) as filename,
+        cast(null as map(string, string)) as labels,
         cast(null as double) as sampled_epoch,
-        cast(null as varchar) as sample_value
+        cast(null as string) as sample_value
     where false
     {%- endif %}
 {%- endmacro %}
 
 {#- An optional reference CSV: its rows, or none, with the given text columns. -#}
 {% macro read_optional_csv(relative_glob, columns) -%}
+    {{ return(adapter.dispatch('read_optional_csv', 'gpucost')(relative_glob, columns)) }}
+{%- endmacro %}
+
+{% macro default__read_optional_csv(relative_glob, columns) -%}
     {%- set files = landing_files(relative_glob) -%}
     select
         {% for column in columns -%}
-        cast(null as varchar) as {{ column }},
+        cast(null as string) as {{ column }},
         {% endfor -%}
-        cast(null as varchar) as filename
+        cast(null as string) as filename
     where false
     {%- if files %}
     union all by name
@@ -226,4 +246,28 @@
     name kept, and both spellings of null that real exports use (empty and the literal NULL). -#}
 {% macro text_csv_options() -%}
     header = true, all_varchar = true, union_by_name = true, filename = true, nullstr = ['', 'NULL']
+{%- endmacro %}
+
+{#- filename, size, last_modified of landed files; filename, content_md5 of landed files. -#}
+{% macro landed_file_metadata(files) -%}
+    {{ return(adapter.dispatch('landed_file_metadata', 'gpucost')(files)) }}
+{%- endmacro %}
+
+{% macro default__landed_file_metadata(files) -%}
+    select
+        filename,
+        size,
+        last_modified
+    from read_blob({{ sql_string_list(files) }})
+{%- endmacro %}
+
+{% macro landed_file_md5(files) -%}
+    {{ return(adapter.dispatch('landed_file_md5', 'gpucost')(files)) }}
+{%- endmacro %}
+
+{% macro default__landed_file_md5(files) -%}
+    select
+        filename,
+        md5(content) as content_md5
+    from read_blob({{ sql_string_list(files) }})
 {%- endmacro %}

@@ -96,9 +96,9 @@
         {%- for column in columns %}
         '{{ column[strip | length:] | replace("user:", "", 1) | replace("'", "''") }}', "{{ column }}"{{ "," if not loop.last }}
         {%- endfor %}
-    ) as varchar) end
+    ) as string) end
     {%- else -%}
-    cast(null as varchar)
+    cast(null as string)
     {%- endif -%}
 {%- endmacro %}
 
@@ -108,7 +108,7 @@
         {%- for column in columns %}
         try_cast(coalesce(nullif(trim({{ column }}), ''), '0') as {{ money_type() }}){{ " +" if not loop.last }}
         {%- endfor %}
-    as varchar)
+    as string)
 {%- endmacro %}
 
 {#- Google Cloud Billing export rows (the BigQuery export: newline-delimited JSON as `bq extract` writes
@@ -124,14 +124,14 @@
     ) -%}
     {%- set parquet_files = distinct_content_files(landing_files(relative_dir ~ '/**/*.parquet')) -%}
     select
-        cast(null as varchar) as row_json,
-        cast(null as varchar) as filename,
+        cast(null as string) as row_json,
+        cast(null as string) as filename,
         cast(null as bigint) as source_row_number
     where false
     {%- if json_files %}
     union all
     select
-        cast(json as varchar) as row_json,
+        cast(json as string) as row_json,
         filename,
         row_number() over (partition by filename) as source_row_number
     from read_json_objects(
@@ -144,7 +144,7 @@
     {%- if csv_files %}
     union all
     select
-        cast(to_json(csv_rows) as varchar) as row_json,
+        cast(to_json(csv_rows) as string) as row_json,
         csv_rows.filename,
         row_number() over (partition by csv_rows.filename) as source_row_number
     from read_csv({{ sql_string_list(csv_files) }}, {{ text_csv_options() }}) as csv_rows
@@ -152,7 +152,7 @@
     {%- if parquet_files %}
     union all
     select
-        cast(to_json(parquet_rows) as varchar) as row_json,
+        cast(to_json(parquet_rows) as string) as row_json,
         parquet_rows.filename,
         parquet_rows.file_row_number + 1 as source_row_number
     from read_parquet(
@@ -173,9 +173,9 @@
 {#- Money as integer 1e-18 units (HUGEINT), and back to exact text: DECIMAL(38, 18) prints all 18
     decimals, so its digits without the point are the units. -#}
 {% macro money_units(amount) -%}
-    cast(replace(cast(cast({{ amount }} as {{ money_type() }}) as varchar), '.', '') as hugeint)
+    cast(replace(cast(cast({{ amount }} as {{ money_type() }}) as string), '.', '') as hugeint)
 {%- endmacro %}
 
 {% macro units_money_text(units) -%}
-    cast(cast({{ units }} as decimal(38, 0)) * cast('0.000000000000000001' as {{ money_type() }}) as varchar)
+    cast(cast({{ units }} as decimal(38, 0)) * cast('0.000000000000000001' as {{ money_type() }}) as string)
 {%- endmacro %}

@@ -9,7 +9,7 @@
     {%- if level == 'node_hour' -%}
         'line:' || {{ lines }}.charge_id
     {%- else -%}
-        'cluster_day:' || {{ lines }}.cluster_id || '/' || cast({{ lines }}.charge_date as varchar)
+        'cluster_day:' || {{ lines }}.cluster_id || '/' || cast({{ lines }}.charge_date as string)
     {%- endif -%}
 {%- endmacro %}
 
@@ -28,9 +28,9 @@
 {% macro shared_scope_key(relation, level) -%}
     {%- if level == 'account' -%}
         'account:' || coalesce({{ relation }}.billing_account_id, '') || '|'
-        || cast({{ relation }}.billing_period_start as varchar) || '|' || {{ relation }}.billing_currency
+        || cast({{ relation }}.billing_period_start as string) || '|' || {{ relation }}.billing_currency
     {%- else -%}
-        'period:' || cast({{ relation }}.billing_period_start as varchar) || '|' || {{ relation }}.billing_currency
+        'period:' || cast({{ relation }}.billing_period_start as string) || '|' || {{ relation }}.billing_currency
     {%- endif -%}
 {%- endmacro %}
 
@@ -80,8 +80,8 @@
 
 {#- The scope a reservation is weighed in: the cluster and the bill line's period. -#}
 {% macro reservation_scope_key(lines) -%}
-    'reservation:' || {{ lines }}.cluster_id || '|' || cast({{ lines }}.period_start_epoch as varchar)
-    || '|' || cast({{ lines }}.period_end_epoch as varchar)
+    'reservation:' || {{ lines }}.cluster_id || '|' || cast({{ lines }}.period_start_epoch as string)
+    || '|' || cast({{ lines }}.period_end_epoch as string)
 {%- endmacro %}
 
 {#- Who carries unused commitment under the idle policies that name one owner. -#}

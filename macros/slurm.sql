@@ -3,6 +3,10 @@
     read_csv, so a line whose free text (SubmitLine, Comment) holds a `|` is kept and quarantined with a
     reason instead of failing the build or being skipped. -#}
 {% macro read_slurm_sacct(relative_dir) -%}
+    {{ return(adapter.dispatch('read_slurm_sacct', 'gpucost')(relative_dir)) }}
+{%- endmacro %}
+
+{% macro default__read_slurm_sacct(relative_dir) -%}
     {%- set files = distinct_content_files(landing_files(relative_dir ~ '/**/*')) -%}
     {%- if files %}
     with
@@ -47,11 +51,11 @@
     where numbered.line_number > 1 and trim(numbered.line) <> ''
     {%- else %}
     select
-        cast(null as varchar) as filename,
+        cast(null as string) as filename,
         cast(null as bigint) as source_row_number,
-        cast(null as varchar[]) as header,
-        cast(null as varchar[]) as fields,
-        cast(null as varchar) as line
+        cast(null as string[]) as header,
+        cast(null as string[]) as fields,
+        cast(null as string) as line
     where false
     {%- endif %}
 {%- endmacro %}

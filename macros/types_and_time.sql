@@ -58,3 +58,70 @@
 {% macro default__parse_utc_timestamp(text) -%}
     to_utc_timestamp(to_timestamp(replace(replace(trim({{ text }}), 'T', ' '), 'Z', '')), 'UTC')
 {%- endmacro %}
+
+{#- Spark's cast reads ISO-8601 with or without an offset (the session time zone is UTC, profiles.yml)
+    and is null when the text is not a timestamp (ANSI mode is off under dbt-spark). -#}
+{% macro spark__parse_utc_timestamp(text) -%}
+    try_cast(trim({{ text }}) as timestamp)
+{%- endmacro %}
+
+{#- The name of the boolean regular-expression search function (true when the pattern matches anywhere in
+    the text), called as {{ regexp_search() }}(text, pattern). String literals are raw on both engines
+    (Spark: spark.sql.parser.escapedStringLiterals in the profile), so patterns read the same. -#}
+{% macro regexp_search() -%}
+    {{ return(adapter.dispatch('regexp_search', 'gpucost')()) }}
+{%- endmacro %}
+
+{% macro default__regexp_search() -%}regexp_matches{%- endmacro %}
+
+{% macro spark__regexp_search() -%}regexp{%- endmacro %}
+
+{#- True when a double is NaN or infinite (null stays null). -#}
+{% macro is_not_finite(value) -%}
+    {{ return(adapter.dispatch('is_not_finite', 'gpucost')(value)) }}
+{%- endmacro %}
+
+{% macro default__is_not_finite(value) -%}(not isfinite({{ value }})){%- endmacro %}
+
+{% macro spark__is_not_finite(value) -%}(isnan({{ value }}) or abs({{ value }}) = double('infinity')){%- endmacro %}
+
+{#- JSON text as a JSON value, null when it is not valid JSON (Spark keeps JSON as text). -#}
+{% macro json_or_null(text) -%}
+    {{ return(adapter.dispatch('json_or_null', 'gpucost')(text)) }}
+{%- endmacro %}
+
+{% macro default__json_or_null(text) -%}try_cast({{ text }} as json){%- endmacro %}
+
+{% macro spark__json_or_null(text) -%}
+    case when get_json_object({{ text }}, '$') is not null then {{ text }} end
+{%- endmacro %}
+
+{#- The text of a top-level key of a JSON object (null when absent). -#}
+{% macro json_text_at(json, key) -%}
+    {{ return(adapter.dispatch('json_text_at', 'gpucost')(json, key)) }}
+{%- endmacro %}
+
+{% macro default__json_text_at(json, key) -%}json_extract_string({{ json }}, '$."{{ key }}"'){%- endmacro %}
+
+{% macro spark__json_text_at(json, key) -%}get_json_object({{ json }}, "$['{{ key }}']"){%- endmacro %}
+
+{#- A bill delivery folder's own time when its name is one (20261101T120000Z, 2026-11-01T12:00:00Z, ...). -#}
+{% macro parse_delivery_timestamp(text) -%}
+    {{ return(adapter.dispatch('parse_delivery_timestamp', 'gpucost')(text)) }}
+{%- endmacro %}
+
+{% macro default__parse_delivery_timestamp(text) -%}
+    try_strptime(
+        {{ text }},
+        ['%Y%m%dT%H%M%SZ', '%Y%m%dT%H%M%S', '%Y-%m-%dT%H:%M:%SZ', '%Y-%m-%dT%H:%M:%S', '%Y%m%d%H%M']
+    )
+{%- endmacro %}
+
+{% macro spark__parse_delivery_timestamp(text) -%}
+    coalesce(
+        {%- for format in ["yyyyMMdd'T'HHmmss'Z'", "yyyyMMdd'T'HHmmss", "yyyy-MM-dd'T'HH:mm:ss'Z'",
+                           "yyyy-MM-dd'T'HH:mm:ss", "yyyyMMddHHmm"] %}
+        try_to_timestamp({{ text }}, "{{ format }}"){{ "," if not loop.last }}
+        {%- endfor %}
+    )
+{%- endmacro %}

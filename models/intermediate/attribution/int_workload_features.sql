@@ -45,7 +45,7 @@ main_containers as (
         min(image) as image,
         min(image_id) as image_digest
     from containers
-    where not regexp_matches(coalesce(image_repository, ''), '(istio|linkerd|envoy)')
+    where not {{ regexp_search() }}(coalesce(image_repository, ''), '(istio|linkerd|envoy)')
     group by 1
 
 ),

@@ -3,6 +3,9 @@
 -- count here (not .batch / .extern / numbered steps, which repeat the same resources); an allocation that
 -- never started (pending, `None assigned`) holds no node. GPUs are spread evenly over the allocation's nodes,
 -- as Slurm's per-node gres is uniform for a job's nodes unless --gpus-per-node differs (not in sacct).
+{%- if target.type == 'spark' %}
+{{ spark_empty_slurm('int_slurm_allocation_nodes', ref('stg_slurm__job_records')) }}
+{%- else %}
 with
 
 records as (
@@ -54,8 +57,8 @@ host_lists as (
                     host_prefix
                     -- zero padding as written (gpu[01-10]); lpad alone would cut cpu[9-11]'s 10 to 1
                     || lpad(
-                        cast(n as varchar),
-                        cast(greatest(length(split_part(host_range, '-', 1)), length(cast(n as varchar))) as integer),
+                        cast(n as string),
+                        cast(greatest(length(split_part(host_range, '-', 1)), length(cast(n as string))) as integer),
                         '0'
                     )
                     || host_suffix
@@ -123,3 +126,4 @@ final as (
 )
 
 select * from final
+{%- endif %}

@@ -1,5 +1,8 @@
 -- GPU time each Slurm job allocation requested per node and hour: the GPUs it holds on the node times the
 -- seconds of the hour it held them. The Slurm side of kube's pod GPU requests, shaped like them.
+{%- if target.type == 'spark' %}
+{{ spark_empty_slurm('int_slurm_usage_hourly', ref('int_slurm_allocation_nodes')) }}
+{%- else %}
 with
 
 allocation_nodes as (
@@ -50,3 +53,4 @@ final as (
 )
 
 select * from final
+{%- endif %}

@@ -328,7 +328,7 @@ final as (
 
     select
         md5(
-            cluster_id || '|' || node_name || '|' || cast(hour_start_epoch as varchar)
+            cluster_id || '|' || node_name || '|' || cast(hour_start_epoch as string)
             || '|' || coalesce(workload_id, '')
         ) as usage_hour_key,
         *

@@ -36,7 +36,7 @@ bill_lines as (
         'billing/' || source_format as source_kind,
         source_file,
         source_row_number,
-        cast(null as varchar) as metric_name,
+        cast(null as string) as metric_name,
         quarantine_reason,
         cast(1 as bigint) as record_count,
         coalesce(billed_cost_raw, '<null>') as example_value,
@@ -60,7 +60,7 @@ dcgm as (
         min(coalesce(sample_value_raw, '<null>')) as example_value,
         cast(null as {{ money_type() }}) as billed_cost,
         cast(null as {{ money_type() }}) as effective_cost,
-        cast(null as varchar) as billing_currency,
+        cast(null as string) as billing_currency,
         cast(null as date) as billing_period_start
     from dcgm_samples
     group by 2, 4, 5
@@ -79,7 +79,7 @@ kube as (
         min(coalesce(sample_value, '<null>')) as example_value,
         cast(null as {{ money_type() }}) as billed_cost,
         cast(null as {{ money_type() }}) as effective_cost,
-        cast(null as varchar) as billing_currency,
+        cast(null as string) as billing_currency,
         cast(null as date) as billing_period_start
     from kube_samples
     group by 2, 4, 5
@@ -120,7 +120,7 @@ final as (
 
     select
         md5(
-            source_kind || '|' || source_file || '|' || coalesce(cast(source_row_number as varchar), '')
+            source_kind || '|' || source_file || '|' || coalesce(cast(source_row_number as string), '')
             || '|' || coalesce(metric_name, '') || '|' || quarantine_reason
         ) as quarantine_id,
         source_kind,

@@ -9,7 +9,7 @@ source as (
     where
         metric_name = 'kube_pod_container_resource_requests'
         and quarantine_reason is null
-        and regexp_matches(labels['resource'], '^nvidia(_com_|\.com/)(gpu|gpu_shared|gpu\.shared|mig[-_].+)$')
+        and {{ regexp_search() }}(labels['resource'], '^nvidia(_com_|\.com/)(gpu|gpu_shared|gpu\.shared|mig[-_].+)$')
 
 ),
 

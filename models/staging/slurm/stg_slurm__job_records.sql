@@ -1,6 +1,9 @@
 -- One row per sacct record: job allocations (JobID 1234, array task 1234_5, het component 1234+0) and their
 -- steps (1234.batch, 1234.extern, 1234.0). Allocations carry the money; steps are usage signals only.
 -- Typed here; a record that cannot be read keeps its line and gets a quarantine_reason.
+{%- if target.type == 'spark' %}
+{{ spark_empty_slurm('stg_slurm__job_records', ref('base_slurm__sacct_lines')) }}
+{%- else %}
 with
 
 source as (
@@ -116,7 +119,7 @@ final as (
         job_id_text,
         job_id_raw,
         base_job_id,
-        case when regexp_matches(array_task_spec, '^[0-9]+$') then array_task_spec end as array_task_id,
+        case when {{ regexp_search() }}(array_task_spec, '^[0-9]+$') then array_task_spec end as array_task_id,
         step_id,
 
         -- strings
@@ -174,3 +177,4 @@ final as (
 )
 
 select * from final
+{%- endif %}

@@ -46,10 +46,10 @@ final as (
         case
             when gpu_uuid is null then 'GPU series without a UUID label'
             when node_name is null then 'GPU series with no node (no Hostname / hostname label)'
-            when sample_value is null or isnan(sample_value) or isinf(sample_value)
+            when sample_value is null or {{ is_not_finite("sample_value") }}
                 then 'non-numeric sample value: ' || coalesce(sample_value_raw, '<null>')
             when sampled_epoch < {{ var('gpucost_min_epoch') }} or sampled_epoch > {{ var('gpucost_max_epoch') }}
-                then 'timestamp out of range: ' || cast(sampled_epoch as varchar)
+                then 'timestamp out of range: ' || cast(sampled_epoch as string)
             when sample_value < 0 then 'negative value: ' || sample_value_raw
             when metric_name = 'DCGM_FI_DEV_GPU_UTIL' and sample_value > 100
                 then 'GPU_UTIL above 100: ' || sample_value_raw

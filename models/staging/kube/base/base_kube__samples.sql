@@ -20,13 +20,12 @@ final as (
         filename as source_file,
         case
             when try_cast(sample_value as double) is null
-                or isnan(try_cast(sample_value as double))
-                or isinf(try_cast(sample_value as double))
+                or {{ is_not_finite('try_cast(sample_value as double)') }}
                 then 'non-numeric sample value: ' || coalesce(sample_value, '<null>')
             when try_cast(sample_value as double) < 0 then 'negative value: ' || sample_value
             when cast(round(sampled_epoch) as bigint) < {{ var('gpucost_min_epoch') }}
                 or cast(round(sampled_epoch) as bigint) > {{ var('gpucost_max_epoch') }}
-                then 'timestamp out of range: ' || cast(sampled_epoch as varchar)
+                then 'timestamp out of range: ' || cast(sampled_epoch as string)
         end as quarantine_reason
     from source
 

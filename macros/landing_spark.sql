@@ -1,0 +1,329 @@
+{#- The landing zone on Spark (the `spark` target, docs/spark.md): the same readers as landing.sql, on Spark's
+    own file sources. Each reader registers a session temporary view over the landed files (CSV with a
+    header, Prometheus JSON with an explicit schema, Parquet) and selects from it, so the models above
+    see the columns the DuckDB readers return. Files are listed with Spark's binaryFile source; a file
+    landed twice (same bytes) is read once, as on DuckDB. Formats not read here (native bills, Slurm
+    dumps) stop the build with a clear message when such files are present, rather than being skipped. -#}
+
+{#- Landed files whose path (relative to the landing dir) matches a DuckDB-style glob: ** spans folders. -#}
+{% macro spark__landing_files(relative_glob) -%}
+    {%- set root = var('gpucost_landing_dir') | replace('\\', '/') -%}
+    {%- set regex = glob_regex(relative_glob) -%}
+    {%- set listed = run_query("select path from " ~ spark_landed_files_view()) -%}
+    {%- set files = [] -%}
+    {%- if listed is not none -%}
+        {%- for path in listed.columns[0].values() -%}
+            {%- set local = modules.re.sub('^file:(//)?', '', path) -%}
+            {%- set relative = local[(local.find(root ~ '/') + root | length + 1):] if (root ~ '/') in local else none -%}
+            {%- if relative is not none and modules.re.fullmatch(regex, relative) -%}
+                {%- do files.append(local) -%}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {{ return(files | sort) }}
+{%- endmacro %}
+
+{#- A session temporary view over every landed file (binaryFile: path, modificationTime, length, content;
+    content is only read when selected). Returns its name. -#}
+{% macro spark_landed_files_view() -%}
+    {%- do run_query(
+        "create or replace temporary view gpucost_landed_files using binaryFile options (path '"
+        ~ var('gpucost_landing_dir') ~ "', recursiveFileLookup 'true')"
+    ) -%}
+    {{ return('gpucost_landed_files') }}
+{%- endmacro %}
+
+{#- A DuckDB glob as a Python regex over relative paths: `**/` any folders (or none), `*` within one name. -#}
+{% macro glob_regex(glob) -%}
+    {%- set out = [] -%}
+    {%- set parts = glob.split('**/') -%}
+    {%- for part in parts -%}
+        {%- do out.append(modules.re.escape(part).replace('\\*', '[^/]*').replace('\\?', '[^/]')) -%}
+    {%- endfor -%}
+    {{ return(out | join('(?:.*/)?')) }}
+{%- endmacro %}
+
+{#- Bytes-distinct files, as default__distinct_content_files: md5 of the content, empty files skipped,
+    a text file that is not UTF-8 stops the build with its name. -#}
+{% macro spark__distinct_content_files(files) -%}
+    {%- set quoted = [] -%}
+    {%- for file in files -%}{%- do quoted.append("'" ~ file | replace("'", "\\'") ~ "'") -%}{%- endfor -%}
+    {%- set root = var('gpucost_landing_dir') | replace('\\', '/') -%}
+    {%- set result = run_query(
+        "select regexp_replace(path, '^file:(//)?', '') as filename, md5(content) as content_md5, length,"
+        ~ " path not like '%.gz' and path not like '%.parquet' and not is_valid_utf8(content) as is_not_utf8"
+        ~ " from " ~ spark_landed_files_view() ~ " where regexp_replace(path, '^file:(//)?', '') in ("
+        ~ quoted | join(', ') ~ ") order by filename"
+    ) -%}
+    {%- set seen = [] -%}
+    {%- set kept = [] -%}
+    {%- set not_utf8 = [] -%}
+    {%- for row in result.rows -%}
+        {%- if row[3] and row[2] > 0 -%}
+            {%- do not_utf8.append(row[0]) -%}
+        {%- elif row[2] > 0 and row[1] not in seen -%}
+            {%- do seen.append(row[1]) -%}
+            {%- do kept.append(row[0]) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if not_utf8 -%}
+        {{ exceptions.raise_compiler_error(
+            "These landed files are not UTF-8 encoded: " ~ not_utf8 | join(", ")
+            ~ ". Re-export them as UTF-8 (or convert, e.g. iconv -f latin1 -t utf-8 in.csv > out.csv)."
+        ) }}
+    {%- endif -%}
+    {{ return(kept) }}
+{%- endmacro %}
+
+{#- A session temporary view over one landed file; returns its name and its columns. -#}
+{% macro spark_file_view(file, format, schema=none, options={}) -%}
+    {%- set name = 'landing_' ~ local_md5(file ~ format) -%}
+    {%- set option_sql = [] -%}
+    {%- for key, value in options.items() -%}{%- do option_sql.append(key ~ " '" ~ value ~ "'") -%}{%- endfor -%}
+    {%- do option_sql.append("path '" ~ file | replace("'", "\\'") ~ "'") -%}
+    {%- do run_query(
+        "create or replace temporary view " ~ name ~ (" (" ~ schema ~ ")" if schema else "")
+        ~ " using " ~ format ~ " options (" ~ option_sql | join(', ') ~ ")"
+    ) -%}
+    {%- set columns = run_query("select * from " ~ name ~ " limit 0").column_names | list -%}
+    {{ return({'name': name, 'columns': columns}) }}
+{%- endmacro %}
+
+{#- A landed text field: null for both spellings of null in real exports (empty, the literal NULL). -#}
+{% macro spark_text(column) -%}
+    case when trim(`{{ column }}`) in ('', 'NULL') then null else `{{ column }}` end
+{%- endmacro %}
+
+{#- Bill files (CSV, gzip CSV, Parquet) as text, every name in `columns` present, extra columns kept
+    (union by name across files), each row with its file and data row number. -#}
+{% macro spark__read_bill_files(relative_dir, columns, check_columns=false) -%}
+    {%- set csv_files = distinct_content_files(
+        landing_files(relative_dir ~ '/**/*.csv') + landing_files(relative_dir ~ '/**/*.csv.gz')
+    ) -%}
+    {%- set parquet_files = distinct_content_files(landing_files(relative_dir ~ '/**/*.parquet')) -%}
+    {%- set views = [] -%}
+    {%- for file in csv_files -%}
+        {%- do views.append(spark_file_view(file, 'csv', options={'header': 'true', 'multiLine': 'true', 'escape': '"'})) -%}
+    {%- endfor -%}
+    {%- for file in parquet_files -%}
+        {%- do views.append(spark_file_view(file, 'parquet')) -%}
+    {%- endfor -%}
+    {%- set all_columns = columns | list -%}
+    {%- for view in views -%}
+        {%- for column in view.columns if column not in all_columns -%}{%- do all_columns.append(column) -%}{%- endfor -%}
+    {%- endfor -%}
+    {%- if check_columns -%}
+        {%- set required = ['BilledCost', 'EffectiveCost', 'BillingPeriodStart', 'ChargePeriodStart', 'ChargePeriodEnd'] -%}
+        {%- if not var('gpucost_default_billing_currency', none) -%}{%- do required.append('BillingCurrency') -%}{%- endif -%}
+        {%- set problems = [] -%}
+        {%- for view in views -%}
+            {%- set found = view.columns | map('lower') | list -%}
+            {%- set missing = [] -%}
+            {%- for column in required if column | lower not in found -%}{%- do missing.append(column) -%}{%- endfor -%}
+            {%- if missing -%}{%- do problems.append((csv_files + parquet_files)[loop.index0] ~ ": missing " ~ missing | join(", ")) -%}{%- endif -%}
+        {%- endfor -%}
+        {%- if problems -%}
+            {{ exceptions.raise_compiler_error(
+                "FOCUS export(s) without the columns the warehouse needs (renamed or not a FOCUS file?):\n  "
+                ~ problems | join("\n  ")
+            ) }}
+        {%- endif -%}
+    {%- endif -%}
+    select
+        {% for column in all_columns -%}
+        cast(null as string) as `{{ column }}`,
+        {% endfor -%}
+        cast(null as string) as filename,
+        cast(null as bigint) as source_row_number
+    where false
+    {%- for view in views %}
+    union all
+    select
+        {% for column in all_columns -%}
+        {%- if column in view.columns -%}
+        {{ spark_text(column) }} as `{{ column }}`,
+        {%- else -%}
+        cast(null as string) as `{{ column }}`,
+        {%- endif %}
+        {% endfor -%}
+        regexp_replace(input_file_name(), '^file:(//)?', '') as filename,
+        row_number() over (order by monotonically_increasing_id()) as source_row_number
+    from {{ view.name }}
+    {%- endfor %}
+{%- endmacro %}
+
+{#- Prometheus query_range responses, one sample per row (as default__read_prometheus_matrix). The files
+    are read with an explicit schema (a sample's time is a JSON number, its value a string), one whole
+    response per file. -#}
+{% macro spark__read_prometheus_matrix(relative_dir) -%}
+    {%- set files = landing_files(relative_dir ~ '/**/*.json') + landing_files(relative_dir ~ '/**/*.json.gz') -%}
+    {%- if files %}
+    {%- set name = 'landing_' ~ local_md5(relative_dir) -%}
+    {%- do run_query(
+        "create or replace temporary view " ~ name
+        ~ " (status string, data struct<resultType: string, result: array<struct<metric: map<string, string>,"
+        ~ " `values`: array<array<string>>>>>)"
+        ~ " using json options (path '" ~ landing_path(relative_dir) ~ "', recursiveFileLookup 'true',"
+        ~ " pathGlobFilter '*.{json,json.gz}', multiLine 'true')"
+    ) -%}
+    with responses as (
+
+        select
+            regexp_replace(input_file_name(), '^file:(//)?', '') as filename,
+            data.resultType as result_type,
+            explode(data.result) as series
+        from {{ name }}
+        where status = 'success'
+
+    ),
+
+    samples as (
+
+        select
+            filename,
+            result_type,
+            series.metric as labels,
+            explode(series.`values`) as sample
+        from responses
+
+    )
+
+    select
+        filename,
+        labels,
+        cast(element_at(sample, 1) as double) as sampled_epoch,
+        element_at(sample, 2) as sample_value
+    from samples
+    where result_type = 'matrix'
+    {%- else %}
+    select
+        cast(null as string) as filename,
+        cast(null as map<string, string>) as labels,
+        cast(null as double) as sampled_epoch,
+        cast(null as string) as sample_value
+    where false
+    {%- endif %}
+{%- endmacro %}
+
+{#- An optional reference CSV: its rows, or none, with the given text columns. -#}
+{% macro spark__read_optional_csv(relative_glob, columns) -%}
+    {%- set files = landing_files(relative_glob) -%}
+    {%- set views = [] -%}
+    {%- for file in files -%}
+        {%- do views.append(spark_file_view(file, 'csv', options={'header': 'true', 'multiLine': 'true', 'escape': '"'})) -%}
+    {%- endfor -%}
+    {%- set all_columns = columns | list -%}
+    {%- for view in views -%}
+        {%- for column in view.columns if column not in all_columns -%}{%- do all_columns.append(column) -%}{%- endfor -%}
+    {%- endfor -%}
+    select
+        {% for column in all_columns -%}
+        cast(null as string) as `{{ column }}`,
+        {% endfor -%}
+        cast(null as string) as filename
+    where false
+    {%- for view in views %}
+    union all
+    select
+        {% for column in all_columns -%}
+        {%- if column in view.columns -%}{{ spark_text(column) }}{%- else -%}cast(null as string){%- endif %} as `{{ column }}`,
+        {% endfor -%}
+        regexp_replace(input_file_name(), '^file:(//)?', '') as filename
+    from {{ view.name }}
+    {%- endfor %}
+{%- endmacro %}
+
+{#- Landed formats the spark target does not read yet: empty when absent, a clear error when present. -#}
+{% macro spark_unsupported_landing(relative_dir, what) -%}
+    {%- set files = landing_files(relative_dir ~ '/**/*') -%}
+    {%- if files -%}
+        {{ exceptions.raise_compiler_error(
+            what ~ " are not read on the spark target (docs/spark.md): " ~ files[:3] | join(", ")
+            ~ (" ..." if files | length > 3 else "") ~ ". Build them with the duckdb target, or land FOCUS exports."
+        ) }}
+    {%- endif -%}
+{%- endmacro %}
+
+{% macro spark__read_slurm_sacct(relative_dir) -%}
+    {%- do spark_unsupported_landing(relative_dir, 'Slurm sacct dumps') -%}
+    select
+        cast(null as string) as filename,
+        cast(null as bigint) as source_row_number,
+        cast(null as array<string>) as header,
+        cast(null as array<string>) as fields,
+        cast(null as string) as line
+    where false
+{%- endmacro %}
+
+{#- The native bill formats' staging is not built on spark (dbt_project.yml): landed native bills stop it. -#}
+{% macro spark_check_native_bills() -%}
+    {%- if execute and target.type == 'spark' -%}
+        {%- do spark_unsupported_landing('billing/aws_cur', 'AWS CUR reports') -%}
+        {%- do spark_unsupported_landing('billing/azure', 'Azure cost details') -%}
+        {%- do spark_unsupported_landing('billing/gcp', 'GCP billing exports') -%}
+        {%- do spark_unsupported_landing('billing/oci', 'OCI cost reports') -%}
+    {%- endif -%}
+{%- endmacro %}
+
+{#- Slurm accounting on spark: the sacct parsing (models/staging/slurm, models/intermediate/scheduler) is DuckDB
+    SQL (list comprehensions over host lists); on spark the three models it feeds are empty with the same
+    columns, and a landed sacct dump stops the build (spark__read_slurm_sacct). Jobs without Slurm, i.e.
+    Kubernetes pods, are unaffected. -#}
+{% macro spark_empty_slurm(model_name, upstream) -%}
+    {%- set columns = {
+        'stg_slurm__job_records': [
+            ('allocation_id', 'string'), ('cluster_id', 'string'), ('job_id_text', 'string'),
+            ('job_id_raw', 'string'), ('base_job_id', 'string'), ('array_task_id', 'string'),
+            ('step_id', 'string'), ('record_kind', 'string'), ('job_name', 'string'), ('user_name', 'string'),
+            ('account', 'string'), ('partition_name', 'string'), ('job_state', 'string'), ('state_raw', 'string'),
+            ('alloc_tres', 'string'), ('node_list', 'string'), ('gpu_model', 'string'), ('work_dir', 'string'),
+            ('submit_line', 'string'), ('job_comment', 'string'), ('gpu_count', 'bigint'),
+            ('cpu_count', 'bigint'), ('memory_bytes', 'bigint'), ('node_count', 'bigint'),
+            ('billing_units', 'bigint'), ('elapsed_seconds', 'bigint'), ('is_allocation', 'boolean'),
+            ('submitted_at', 'timestamp'), ('started_at', 'timestamp'), ('ended_at', 'timestamp'),
+            ('quarantine_reason', 'string'), ('raw_line', 'string'), ('source_file', 'string'),
+            ('source_row_number', 'bigint'),
+        ],
+        'int_slurm_allocation_nodes': [
+            ('allocation_id', 'string'), ('workload_id', 'string'), ('node_id', 'string'),
+            ('cluster_id', 'string'), ('node_name', 'string'), ('job_id_text', 'string'),
+            ('job_id_raw', 'string'), ('job_name', 'string'), ('user_name', 'string'), ('account', 'string'),
+            ('partition_name', 'string'), ('job_state', 'string'), ('gpu_model', 'string'),
+            ('gpus_on_node', 'double'), ('allocation_node_count', 'bigint'), ('started_at', 'timestamp'),
+            ('held_until_at', 'timestamp'), ('ended_at', 'timestamp'),
+        ],
+        'int_slurm_usage_hourly': [
+            ('cluster_id', 'string'), ('node_name', 'string'), ('hour_start_epoch', 'bigint'),
+            ('workload_id', 'string'), ('allocation_id', 'string'), ('requested_gpu_ms', 'bigint'),
+        ],
+    }[model_name] -%}
+    select
+        {% for name, type in columns -%}
+        cast(null as {{ type }}) as {{ name }}{{ "," if not loop.last }}
+        {% endfor -%}
+    from {{ upstream }}
+    where false
+{%- endmacro %}
+
+{#- Landed files' metadata and content hashes from Spark's binaryFile source (content read only for md5). -#}
+{% macro spark_landed_files_where(files) -%}
+    {{ spark_landed_files_view() }}
+    where regexp_replace(path, '^file:(//)?', '') in (
+        {%- for file in files %}'{{ file }}'{{ ", " if not loop.last }}{% endfor -%}
+    )
+{%- endmacro %}
+
+{% macro spark__landed_file_metadata(files) -%}
+    select
+        regexp_replace(path, '^file:(//)?', '') as filename,
+        length as size,
+        modificationTime as last_modified
+    from {{ spark_landed_files_where(files) }}
+{%- endmacro %}
+
+{% macro spark__landed_file_md5(files) -%}
+    select
+        regexp_replace(path, '^file:(//)?', '') as filename,
+        md5(content) as content_md5
+    from {{ spark_landed_files_where(files) }}
+{%- endmacro %}

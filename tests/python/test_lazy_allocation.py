@@ -1,0 +1,311 @@
+"""The lazy (narwhals) allocation core on DuckDB and on local PySpark: identical to the row core.
+
+Every test runs once per engine. Results are compared exactly (Decimal money) with
+gpucost.allocation, which the golden fixtures and property tests in test_allocation.py pin down.
+Set GPUCOST_REQUIRE_SPARK=1 (scripts/test.sh does) to fail rather than skip without pyspark.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import defaultdict
+from decimal import Decimal
+
+import duckdb
+import narwhals as nw
+import pyarrow as pa
+import pytest
+
+from gpucost import allocation, lazy_allocation
+from gpucost.lazy_allocation import money_columns, money_value
+
+D = Decimal
+
+pytestmark = pytest.mark.xdist_group("spark")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    if os.environ.get("GPUCOST_REQUIRE_SPARK") == "1":
+        import pyspark  # noqa: F401
+    pyspark_sql = pytest.importorskip("pyspark.sql", reason="pip install -e '.[spark]'")
+    session = (
+        pyspark_sql.SparkSession.builder.master("local[1]")
+        .appName("gpucost-lazy-allocation-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(params=["duckdb", "pyspark"])
+def engine(request):
+    """Turns a pyarrow table into a narwhals LazyFrame on the engine under test."""
+    if request.param == "duckdb":
+        con = duckdb.connect()
+        yield lambda table: nw.from_native(con.from_arrow(table))
+        con.close()
+    else:
+        session = request.getfixturevalue("spark")
+        yield lambda table: nw.from_native(session.createDataFrame(table))
+
+
+def _money_table(rows: list[dict], money: tuple[str, ...], schema: dict[str, pa.DataType]):
+    columns: dict[str, list] = {name: [] for name in schema}
+    for name in money:
+        columns[f"{name}_whole"] = []
+        columns[f"{name}_frac"] = []
+    for row in rows:
+        for name in schema:
+            columns[name].append(row.get(name))
+        for name in money:
+            whole, frac = money_columns(row[name])
+            columns[f"{name}_whole"].append(whole)
+            columns[f"{name}_frac"].append(frac)
+    fields = [(n, t) for n, t in schema.items()]
+    fields += [(f"{n}_{p}", pa.int64()) for n in money for p in ("whole", "frac")]
+    return pa.table(columns, schema=pa.schema(fields))
+
+
+def _collect(frame: nw.LazyFrame, money: tuple[str, ...]) -> list[dict]:
+    rows = frame.collect(backend="pyarrow").to_native().to_pylist()
+    out = []
+    for row in rows:
+        for name in money:
+            row[name] = money_value(row.pop(f"{name}_whole"), row.pop(f"{name}_frac"))
+        out.append(row)
+    return out
+
+
+LINE_SCHEMA = {"charge_id": pa.string(), "capacity_gpu_ms": pa.int64()}
+USAGE_SCHEMA = {
+    "charge_id": pa.string(),
+    "workload_id": pa.string(),
+    "requested_gpu_ms": pa.int64(),
+    "used_gpu_ms": pa.int64(),
+}
+PRORATE_FIELDS = (
+    "charge_id",
+    "workload_id",
+    "allocation_kind",
+    "unallocated_reason",
+    "allocation_basis",
+    "basis_gpu_ms",
+    "used_gpu_ms",
+    "billed_cost",
+    "effective_cost",
+    "allocation_ratio",
+)
+
+
+def _lazy_prorate(engine, lines, usages, basis):
+    lines_frame = engine(_money_table(lines, ("billed_cost", "effective_cost"), LINE_SCHEMA))
+    usages_frame = engine(_money_table(usages, (), USAGE_SCHEMA))
+    result = lazy_allocation.prorate_node_lines(lines_frame, usages_frame, basis)
+    return _collect(result, lazy_allocation.MONEY)
+
+
+def _key(row):
+    return (row["charge_id"], row["workload_id"] or "", row["allocation_kind"])
+
+
+def _expected_prorate(lines, usages, basis):
+    rows = allocation.prorate_node_lines(lines, usages, basis)
+    return sorted(({f: r[f] for f in PRORATE_FIELDS} for r in rows), key=_key)
+
+
+def test_prorate_golden_node_hour(engine):
+    # 8 GPUs for one hour; train holds 4 GPUs all hour, nb 1 GPU half an hour: 3.5 GPU-hours idle
+    line = {
+        "charge_id": "c1",
+        "billed_cost": D("98.32"),
+        "effective_cost": D("86.5216"),
+        "capacity_gpu_ms": 8 * 3_600_000,
+    }
+    usages = [
+        {
+            "charge_id": "c1",
+            "workload_id": "train",
+            "requested_gpu_ms": 14_400_000,
+            "used_gpu_ms": 10,
+        },
+        {"charge_id": "c1", "workload_id": "nb", "requested_gpu_ms": 1_800_000, "used_gpu_ms": 0},
+    ]
+    rows = {r["workload_id"]: r for r in _lazy_prorate(engine, [line], usages, "requested")}
+    assert rows["train"]["billed_cost"] == D("49.16")
+    assert rows["nb"]["billed_cost"] == D("6.145")
+    assert rows[None]["allocation_kind"] == "idle"
+    assert rows[None]["billed_cost"] == D("43.015")
+    assert rows[None]["allocation_ratio"] == D("0.4375")
+    assert sum(r["effective_cost"] for r in rows.values()) == D("86.5216")
+
+
+def test_prorate_line_without_telemetry_is_one_unallocated_row(engine):
+    line = {
+        "charge_id": "c9",
+        "billed_cost": D("-12.5"),
+        "effective_cost": D("0"),
+        "capacity_gpu_ms": 0,
+    }
+    rows = _lazy_prorate(engine, [line], [], "requested")
+    assert [(r["allocation_kind"], r["unallocated_reason"], r["billed_cost"]) for r in rows] == [
+        ("unallocated", "no_gpu_telemetry", D("-12.5"))
+    ]
+    assert rows[0]["allocation_ratio"] == D(1)
+
+
+def _random_fleet(seed: int):
+    rng = random.Random(seed)
+    lines, usages = [], []
+    for i in range(25):
+        # amounts with up to 18 decimals, credits (negative) and big lines; thirds force remainders
+        cents = rng.choice([rng.randrange(-(10**6), 10**9), 10**11 + rng.randrange(10**6)])
+        billed = D(cents) / 100 + D(rng.randrange(10**16)) / D(10**18)
+        effective = (billed * D(rng.choice(["0.87", "1", "0.333333333333333333"]))).quantize(
+            D("1e-18")
+        )
+        capacity = rng.choice([0, 8 * 3_600_000, 4 * 3_600_000, 7])
+        lines.append(
+            {
+                "charge_id": f"c{i:02d}",
+                "billed_cost": billed,
+                "effective_cost": effective,
+                "capacity_gpu_ms": capacity,
+            }
+        )
+        for _ in range(rng.randrange(0, 6)):
+            usages.append(
+                {
+                    "charge_id": f"c{i:02d}",
+                    "workload_id": f"w{rng.randrange(8)}",
+                    "requested_gpu_ms": rng.choice([0, 1, 3, rng.randrange(3_600_000 * 3)]),
+                    "used_gpu_ms": rng.choice([None, 0, rng.randrange(3_600_000 * 2)]),
+                }
+            )
+    return lines, usages
+
+
+@pytest.mark.parametrize("basis", ["requested", "used", "max"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_prorate_equals_row_core(engine, seed, basis):
+    lines, usages = _random_fleet(seed)
+    got = sorted(
+        ({f: r[f] for f in PRORATE_FIELDS} for r in _lazy_prorate(engine, lines, usages, basis)),
+        key=_key,
+    )
+    assert got == _expected_prorate(lines, usages, basis)
+    sums = defaultdict(lambda: [D(0), D(0)])
+    for row in got:
+        sums[row["charge_id"]][0] += row["billed_cost"]
+        sums[row["charge_id"]][1] += row["allocation_ratio"]
+    assert {c: v for c, v in sums.items()} == {
+        line["charge_id"]: [line["billed_cost"], D(1)] for line in lines
+    }
+
+
+IDLE_SCHEMA = {"charge_id": pa.string()}
+SCOPE_SCHEMA = {"charge_id": pa.string(), "scope_rank": pa.int64(), "scope_key": pa.string()}
+WEIGHT_SCHEMA = {
+    "scope_key": pa.string(),
+    "workload_id": pa.string(),
+    "owner_key": pa.string(),
+    "weight": pa.int64(),
+}
+IDLE_FIELDS = (
+    "charge_id",
+    "workload_id",
+    "recipient",
+    "scope_key",
+    "idle_policy",
+    "idle_reason",
+    "billed_cost",
+    "effective_cost",
+    "allocation_ratio",
+)
+
+
+def _lazy_idle(engine, idle_rows, weights, policy):
+    scopes = [
+        {"charge_id": row["charge_id"], "scope_rank": rank, "scope_key": key}
+        for row in idle_rows
+        for rank, key in enumerate(row["scope_keys"], start=1)
+    ]
+    result = lazy_allocation.spread_idle(
+        engine(_money_table(idle_rows, lazy_allocation.MONEY, IDLE_SCHEMA)),
+        engine(_money_table(scopes, (), SCOPE_SCHEMA)),
+        engine(_money_table(weights, (), WEIGHT_SCHEMA)),
+        policy,
+    )
+    return _collect(result, lazy_allocation.MONEY)
+
+
+def _idle_key(row):
+    return tuple(str(row[f]) for f in IDLE_FIELDS)
+
+
+def _random_idle(seed: int):
+    rng = random.Random(seed)
+    idle_rows, weights = [], []
+    for i in range(20):
+        billed = D(rng.randrange(-(10**5), 10**8)) / 1000 + D(rng.randrange(10**12)) / D(10**18)
+        idle_rows.append(
+            {
+                "charge_id": f"c{i:02d}",
+                "scope_keys": [f"c{i:02d}", f"east/2026-10-0{rng.randrange(1, 4)}"],
+                "billed_cost": billed,
+                "effective_cost": (billed * D("0.9")).quantize(D("1e-18")),
+                "allocation_ratio": D(rng.randrange(1, 10**18)) / D(10**18),
+            }
+        )
+        for _ in range(rng.choice([0, 0, 1, 3, 5])):
+            weights.append(
+                {
+                    "scope_key": f"c{i:02d}",
+                    "workload_id": f"w{rng.randrange(6)}",
+                    "owner_key": rng.choice(["nlp|llm", "vision|det", "platform|gpu"]),
+                    "weight": rng.choice([0, 1, 7, rng.randrange(3_600_000 * 8)]),
+                }
+            )
+    for day in (1, 2):
+        for w in range(3):
+            weights.append(
+                {
+                    "scope_key": f"east/2026-10-0{day}",
+                    "workload_id": f"d{w}",
+                    "owner_key": "recsys|rank",
+                    "weight": rng.randrange(1, 10**10),
+                }
+            )
+    return idle_rows, weights
+
+
+@pytest.mark.parametrize("policy", ["proportional", "platform", "visible"])
+@pytest.mark.parametrize("seed", [3, 4])
+def test_spread_idle_equals_row_core(engine, seed, policy):
+    idle_rows, weights = _random_idle(seed)
+    got = sorted(
+        ({f: r[f] for f in IDLE_FIELDS} for r in _lazy_idle(engine, idle_rows, weights, policy)),
+        key=_idle_key,
+    )
+    expected = sorted(
+        (
+            {f: r[f] for f in IDLE_FIELDS}
+            for r in allocation.spread_idle(idle_rows, weights, policy)
+        ),
+        key=_idle_key,
+    )
+    assert got == expected
+    assert any(r["idle_reason"] == "no_active_workload_in_scope" for r in got) == (
+        policy == "proportional"
+    )
+
+
+def test_money_columns_round_trip_and_refuse_inexact():
+    for amount in ["0", "-0.000000000000000001", "98.32", "-123456789012.345678901234567891"]:
+        assert money_value(*money_columns(D(amount))) == D(amount)
+    with pytest.raises(ValueError, match="decimal places"):
+        money_columns(D("0.0000000000000000001"))
