@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Run every test: lint (ruff, sqlfluff), dbt parse, the Python allocation core (pytest + hypothesis),
-# the generator, and end-to-end dbt builds (generated month, the real FOCUS sample, tamper tests,
-# dbt unit tests and data tests). Sets up .venv from the project's own files if needed.
+# Run every test: lint (ruff, sqlfluff), dbt parse, the Python allocation core (pytest + hypothesis; the
+# lazy narwhals core on DuckDB and local PySpark), the generator, end-to-end dbt builds (generated month,
+# the real FOCUS sample, tamper tests, dbt unit tests and data tests), and the SQL layer on local Spark
+# (the `spark` target, docs/spark.md). Sets up .venv from the project's own files if needed.
+# pytest runs on GPUCOST_TEST_WORKERS processes (default 2; 1 = no xdist); extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -9,7 +11,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test]"
+.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test,spark]"
 export DBT_SEND_ANONYMOUS_USAGE_STATS=false
 
 echo "== ruff"
@@ -32,4 +34,21 @@ echo "== browser for the dashboard test (Debian chromium, playwright-core via np
 bash scripts/install_browser.sh
 
 echo "== pytest"
-.venv/bin/python -m pytest tests/python "$@"
+workers="${GPUCOST_TEST_WORKERS:-2}"
+parallel=()
+if [ "$workers" != 1 ]; then
+    # tests sharing a built warehouse stay on one worker (tests/python/conftest.py)
+    parallel=(-n "$workers" --dist loadgroup)
+fi
+GPUCOST_REQUIRE_SPARK=1 .venv/bin/python -m pytest tests/python "${parallel[@]}" "$@"
+
+echo "== dbt build on local Spark (target spark, selector sql_only: seeds, SQL models, data tests)"
+mkdir -p "$scratch/spark"
+.venv/bin/gpucost generate --nodes 4 --days 3 --step 600 --out "$scratch/spark/landing" >/dev/null
+spark_start=$(date +%s)
+GPUCOST_LANDING_DIR="$scratch/spark/landing" GPUCOST_SPARK_DIR="$scratch/spark" \
+    .venv/bin/dbt build --project-dir . --profiles-dir . --target spark --selector sql_only \
+    --target-path "$scratch/spark/target" --log-path "$scratch/spark/logs" >"$scratch/spark/build.log" 2>&1 \
+    || { grep -E "ERROR|Error in|Failure in|FAIL" "$scratch/spark/build.log" | head -40; exit 1; }
+grep -E "Done\." "$scratch/spark/build.log" | sed 's/^.*Done/spark build: Done/'
+echo "spark build: $(( $(date +%s) - spark_start )) s"

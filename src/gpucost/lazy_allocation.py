@@ -1,20 +1,23 @@
-"""The allocation core written once for lazy engines (narwhals): DuckDB relations and PySpark DataFrames.
+"""The allocation core written once for lazy engines (narwhals): DuckDB relations, PySpark
+DataFrames.
 
-The same functions as :mod:`gpucost.allocation` (GPU-hour proration of node lines, idle spreading), as
-lazy narwhals plans, so they run where the data is: on a DuckDB relation on one machine, on a PySpark
-DataFrame on a cluster (dbt-databricks Python models), never collected into Python rows.
+The same functions as :mod:`gpucost.allocation` (GPU-hour proration of node lines, idle spreading),
+as lazy narwhals plans, so they run where the data is: on a DuckDB relation on one machine, on a
+PySpark DataFrame on a cluster (dbt-databricks Python models), never collected into Python rows.
 
-Money is exact and never float. An amount enters and leaves as two ``Int64`` columns, ``<name>_whole``
-(the amount truncated toward zero) and ``<name>_frac`` (the rest in 1e-18 units, same sign), i.e. the
-``DECIMAL(38, 18)`` value ``whole + frac * 1e-18``; :func:`money_columns` and :func:`money_value` convert
-at the boundary. Splitting is :func:`gpucost.money.split_exact` (largest remainder in 1e-18 units, ties by
-key) done by long division on base-1000 limbs, so no product overflows 64 bits: every intermediate value
-is an integer below 2**53, and the only divisions are of an integer by a divisor of it, which engines
-that divide in double precision (narwhals on Spark) still do exactly. This bounds a split's total weight
-(:data:`MAX_TOTAL_WEIGHT`, about 52,000 GPU-days in milliseconds) and an amount's magnitude (9.2e18).
+Money is exact and never float. An amount enters and leaves as two ``Int64`` columns,
+``<name>_whole`` (the amount truncated toward zero) and ``<name>_frac`` (the rest in 1e-18 units,
+same sign), i.e. the ``DECIMAL(38, 18)`` value ``whole + frac * 1e-18``; :func:`money_columns` and
+:func:`money_value` convert at the boundary. Splitting is :func:`gpucost.money.split_exact` (largest
+remainder in 1e-18 units, ties by key) done by long division on base-1000 limbs, so no product
+overflows 64 bits, and the only divisions are of an integer by a divisor of it whose quotient is
+exactly representable in double precision (below 2**53, or a small multiple of a power of ten):
+engines that divide in double precision (narwhals on Spark) still do them exactly. This bounds a
+split's total weight (:data:`MAX_TOTAL_WEIGHT`, about 52,000 GPU-days in milliseconds) and an
+amount's magnitude (9.2e18).
 
-Invariant (as in gpucost.allocation, tested on both engines against it): for every input line or idle
-row the returned rows' amounts and ratios sum exactly to the input's, and equal the row core's results.
+Invariant (as in gpucost.allocation, tested on both engines against it): for every input line or
+idle row the returned rows' amounts and ratios sum exactly to the input's, and equal the row core's.
 """
 
 from __future__ import annotations
@@ -56,8 +59,8 @@ def money_value(whole: int, frac: int) -> Decimal:
 
 
 def _exact_div(expr: nw.Expr, divisor: nw.Expr | int) -> nw.Expr:
-    """``expr // divisor`` for non-negative integers when ``expr`` is a multiple of ``divisor`` and the
-    quotient times the divisor's odd part stays below 2**53 (true division is then exact)."""
+    """``expr // divisor`` for non-negative integers when ``expr`` is a multiple of ``divisor`` and
+    the quotient times the divisor's odd part stays below 2**53 (true division is then exact)."""
     return (expr / divisor).round(0).cast(nw.Int64)
 
 
@@ -78,8 +81,8 @@ def _split_money(
     row's exact share, for every name in ``money``.
 
     ``rows``: one row per (line, key) with ``weight`` (> 0) and ``total`` (the line's weight total).
-    Largest remainder per line and amount, ties by ``tie_key`` ascending. All amounts go through each
-    step together, so the plan's depth does not grow with their number.
+    Largest remainder per line and amount, ties by ``tie_key`` ascending. All amounts go through
+    each step together, so the plan's depth does not grow with their number.
     """
     pres = {m: f"_{m}_" for m in money}
 
@@ -167,8 +170,8 @@ def _split_money(
         )
     )
 
-    # back to (whole, frac): the fraction digits' sum stays below 2.002e18 and carries at most 2 whole
-    # units; each whole digit's term is at most the amount itself, so nothing overflows
+    # back to (whole, frac): the fraction digits' sum stays below 2.002e18 and carries at most 2
+    # whole units; each whole digit's term is at most the amount itself, so nothing overflows
     def whole_and_frac(m: str, pre: str) -> list[nw.Expr]:
         frac_units = sum(
             (nw.col(f"{pre}q{i}") * BASE**i for i in range(1, FRACTION_LIMBS)), nw.col(f"{pre}q0")
@@ -205,17 +208,19 @@ def split_lines(
     tie_key: str,
     money: Sequence[str],
 ) -> nw.LazyFrame:
-    """Split each line's amounts across its weight rows exactly (largest remainder, ties by tie_key).
+    """Split each line's amounts across its weight rows exactly (largest remainder, ties by
+    tie_key).
 
     ``lines``: ``line_key`` and ``<m>_whole`` / ``<m>_frac`` for each name in ``money``.
-    ``weights``: ``line_key``, ``tie_key``, other key columns, and ``weight`` (Int64, > 0; rows with a
-    non-positive weight are dropped). Returns one row per weight row with its shares; a line without
-    weight rows returns nothing (the callers route it to an unallocated or visible row).
+    ``weights``: ``line_key``, ``tie_key``, other key columns, and ``weight`` (Int64, > 0; rows with
+    a non-positive weight are dropped). Returns one row per weight row with its shares; a line
+    without weight rows returns nothing (the callers route it to an unallocated or visible row).
     """
     weights = weights.filter(nw.col("weight") > 0)
     totals = weights.group_by(line_key).agg(
         nw.col("weight").sum().cast(nw.Int64).alias("_total_weight")
     )
+    check_weight_bound(weights, line_key)
     rows = weights.join(lines, on=line_key, how="inner").join(totals, on=line_key, how="inner")
     rows = _split_money(rows, money, line_key, tie_key, "weight", "_total_weight")
     return rows.drop("_total_weight")
@@ -238,7 +243,7 @@ def check_weight_bound(weights: nw.LazyFrame, line_key: str) -> None:
 
 
 def _tie(*columns: str) -> nw.Expr:
-    """The row core's tie-break (``repr`` of the key tuple) for keys without quotes or backslashes."""
+    """The row core's tie-break: ``repr`` of the key tuple (keys without quotes or backslashes)."""
     parts: list[Any] = [nw.lit("(")]
     for i, column in enumerate(columns):
         parts += [nw.lit("'"), nw.col(column), nw.lit("'")]
@@ -262,11 +267,12 @@ def prorate_node_lines(
 ) -> nw.LazyFrame:
     """Lazy :func:`gpucost.allocation.prorate_node_lines` (without ``utilised_cost``).
 
-    ``lines``: ``charge_id``, ``billed_cost_whole`` / ``_frac``, ``effective_cost_whole`` / ``_frac``,
-    ``capacity_gpu_ms``. ``usages``: ``charge_id``, ``workload_id``, ``requested_gpu_ms``,
-    ``used_gpu_ms``. Returns ``charge_id``, ``workload_id`` (null for idle / unallocated),
-    ``allocation_kind``, ``unallocated_reason``, ``allocation_basis``, ``basis_gpu_ms``,
-    ``used_gpu_ms`` and the three amounts as whole / frac pairs. Each line's rows sum to it exactly.
+    ``lines``: ``charge_id``, ``billed_cost_whole`` / ``_frac``, ``effective_cost_whole`` /
+    ``_frac``, ``capacity_gpu_ms``. ``usages``: ``charge_id``, ``workload_id``,
+    ``requested_gpu_ms``, ``used_gpu_ms``. Returns ``charge_id``, ``workload_id`` (null for idle /
+    unallocated), ``allocation_kind``, ``unallocated_reason``, ``allocation_basis``,
+    ``basis_gpu_ms``, ``used_gpu_ms`` and the three amounts as whole / frac pairs. Each line's rows
+    sum to it exactly.
     """
     if basis not in ("requested", "used", "max"):
         raise ValueError(f"unknown allocation basis {basis!r}")
@@ -353,13 +359,14 @@ def spread_idle(
     """Lazy :func:`gpucost.allocation.spread_idle` for the ``proportional``, ``platform`` and
     ``visible`` policies.
 
-    ``idle_rows``: ``charge_id`` and the three amounts as whole / frac pairs (``allocation_ratio`` is
-    the idle row's share of its line). ``idle_scopes``: ``charge_id``, ``scope_rank`` (1 = narrowest),
-    ``scope_key`` (the row core's ``scope_keys`` list, one row each). ``weights``: ``scope_key``,
-    ``workload_id``, ``owner_key``, ``weight``. Each idle row goes to its first scope with a positive
-    weight, in proportion; with none it stays visible (``recipient`` = ``unowned``) with the reason
-    ``no_active_workload_in_scope``. Returns ``charge_id``, ``workload_id``, ``recipient``,
-    ``scope_key``, ``idle_policy``, ``idle_reason`` and the amounts; rows sum exactly to each idle row.
+    ``idle_rows``: ``charge_id`` and the three amounts as whole / frac pairs (``allocation_ratio``
+    is the idle row's share of its line). ``idle_scopes``: ``charge_id``, ``scope_rank`` (1 =
+    narrowest), ``scope_key`` (the row core's ``scope_keys`` list, one row each). ``weights``:
+    ``scope_key``, ``workload_id``, ``owner_key``, ``weight``. Each idle row goes to its first scope
+    with a positive weight, in proportion; with none it stays visible (``recipient`` = ``unowned``)
+    with the reason ``no_active_workload_in_scope``. Returns ``charge_id``, ``workload_id``,
+    ``recipient``, ``scope_key``, ``idle_policy``, ``idle_reason`` and the amounts; rows sum exactly
+    to each idle row.
     """
     if policy not in ("proportional", "platform", "visible"):
         raise ValueError(

@@ -190,7 +190,7 @@ def _random_fleet(seed: int):
 
 
 @pytest.mark.parametrize("basis", ["requested", "used", "max"])
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1])
 def test_prorate_equals_row_core(engine, seed, basis):
     lines, usages = _random_fleet(seed)
     got = sorted(
@@ -284,7 +284,7 @@ def _random_idle(seed: int):
 
 
 @pytest.mark.parametrize("policy", ["proportional", "platform", "visible"])
-@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.parametrize("seed", [3])
 def test_spread_idle_equals_row_core(engine, seed, policy):
     idle_rows, weights = _random_idle(seed)
     got = sorted(
@@ -309,3 +309,20 @@ def test_money_columns_round_trip_and_refuse_inexact():
         assert money_value(*money_columns(D(amount))) == D(amount)
     with pytest.raises(ValueError, match="decimal places"):
         money_columns(D("0.0000000000000000001"))
+
+
+def test_split_beyond_the_exact_bound_fails_clearly(engine):
+    line = {
+        "charge_id": "big",
+        "billed_cost": D("1"),
+        "effective_cost": D("1"),
+        "capacity_gpu_ms": 0,
+    }
+    usage = {
+        "charge_id": "big",
+        "workload_id": "w",
+        "requested_gpu_ms": lazy_allocation.MAX_TOTAL_WEIGHT + 1,
+        "used_gpu_ms": 0,
+    }
+    with pytest.raises(ValueError, match="exceeds"):
+        _lazy_prorate(engine, [line], [usage], "requested")

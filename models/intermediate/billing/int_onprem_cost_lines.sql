@@ -9,6 +9,9 @@
 --                counter in mJ; a drop is a reset, counted from 0) x price per kWh
 -- Lines exist for the months the cluster's telemetry covers (an asset's life outside them is not
 -- billed here yet), from the item's start date (and until its end date or end of depreciation).
+{%- if target.type == 'spark' %}
+{{ spark_empty_model('int_onprem_cost_lines', ref('stg_onprem__cost_items')) }}
+{%- else %}
 with
 
 items as (
@@ -265,3 +268,4 @@ mapped as (
 {{ typed_bill_charges('mapped', 'onprem') }}
 
 select * from final
+{%- endif %}

@@ -4,7 +4,7 @@
 -- never started (pending, `None assigned`) holds no node. GPUs are spread evenly over the allocation's nodes,
 -- as Slurm's per-node gres is uniform for a job's nodes unless --gpus-per-node differs (not in sacct).
 {%- if target.type == 'spark' %}
-{{ spark_empty_slurm('int_slurm_allocation_nodes', ref('stg_slurm__job_records')) }}
+{{ spark_empty_model('int_slurm_allocation_nodes', ref('stg_slurm__job_records')) }}
 {%- else %}
 with
 

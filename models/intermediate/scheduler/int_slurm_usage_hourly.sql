@@ -1,7 +1,7 @@
 -- GPU time each Slurm job allocation requested per node and hour: the GPUs it holds on the node times the
 -- seconds of the hour it held them. The Slurm side of kube's pod GPU requests, shaped like them.
 {%- if target.type == 'spark' %}
-{{ spark_empty_slurm('int_slurm_usage_hourly', ref('int_slurm_allocation_nodes')) }}
+{{ spark_empty_model('int_slurm_usage_hourly', ref('int_slurm_allocation_nodes')) }}
 {%- else %}
 with
 

@@ -16,8 +16,8 @@ containers as (
         {{ prom_label('pod') }} as pod,
         {{ prom_label('uid') }} as uid,
         {{ prom_label('container') }} as container,
-        arg_max({{ prom_label('image') }}, sampled_epoch) as image,
-        arg_max({{ prom_label('image_id') }}, sampled_epoch) as image_id,
+        max_by({{ prom_label('image') }}, sampled_epoch) as image,
+        max_by({{ prom_label('image_id') }}, sampled_epoch) as image_id,
         min(sampled_epoch) as first_seen_epoch,
         max(sampled_epoch) as last_seen_epoch
     from source

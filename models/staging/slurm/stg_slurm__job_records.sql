@@ -2,7 +2,7 @@
 -- steps (1234.batch, 1234.extern, 1234.0). Allocations carry the money; steps are usage signals only.
 -- Typed here; a record that cannot be read keeps its line and gets a quarantine_reason.
 {%- if target.type == 'spark' %}
-{{ spark_empty_slurm('stg_slurm__job_records', ref('base_slurm__sacct_lines')) }}
+{{ spark_empty_model('stg_slurm__job_records', ref('base_slurm__sacct_lines')) }}
 {%- else %}
 with
 
