@@ -16,35 +16,35 @@ focus as (
 ),
 
 {% if 'aws_cur' in native_formats %}
-aws_cur as (
+    aws_cur as (
 
-    select * from {{ ref('stg_aws_cur__line_items') }}
+        select * from {{ ref('stg_aws_cur__line_items') }}
 
-),
+    ),
 {% endif %}
 
 {% if 'azure' in native_formats %}
-azure as (
+    azure as (
 
-    select * from {{ ref('stg_azure__cost_details') }}
+        select * from {{ ref('stg_azure__cost_details') }}
 
-),
+    ),
 {% endif %}
 
 {% if 'oci' in native_formats %}
-oci as (
+    oci as (
 
-    select * from {{ ref('stg_oci__cost_reports') }}
+        select * from {{ ref('stg_oci__cost_reports') }}
 
-),
+    ),
 {% endif %}
 
 {% if 'gcp' in native_formats %}
-gcp as (
+    gcp as (
 
-    select * from {{ ref('stg_gcp__billing_export') }}
+        select * from {{ ref('stg_gcp__billing_export') }}
 
-),
+    ),
 {% endif %}
 
 onprem as (
@@ -57,20 +57,20 @@ unioned as (
 
     select * from focus
     {%- if 'aws_cur' in native_formats %}
-    union all
-    select * from aws_cur
+        union all
+        select * from aws_cur
     {%- endif %}
     {%- if 'azure' in native_formats %}
-    union all
-    select * from azure
+        union all
+        select * from azure
     {%- endif %}
     {%- if 'oci' in native_formats %}
-    union all
-    select * from oci
+        union all
+        select * from oci
     {%- endif %}
     {%- if 'gcp' in native_formats %}
-    union all
-    select * from gcp
+        union all
+        select * from gcp
     {%- endif %}
     union all
     select * from onprem

@@ -185,7 +185,8 @@ final as (
                 ) then 'network'
             when {{ regexp_search() }}(line_text, 'storage|\bs3\b|ebs|disk|blob|snapshot|volume|backup') then 'storage'
             when {{ regexp_search() }}(line_text, 'memory|\bram\b') then 'compute_memory'
-            when {{ regexp_search() }}(line_text, 'compute|ec2|virtual machine|instance|vcpu|cpu|\bvm\b') then 'compute_cpu'
+            when {{ regexp_search() }}(line_text, 'compute|ec2|virtual machine|instance|vcpu|cpu|\bvm\b')
+                then 'compute_cpu'
             else 'other'
         end as cost_component
     from classified
