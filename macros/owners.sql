@@ -16,9 +16,9 @@
 {% macro idle_scope_keys(lines) -%}
     {%- set scope = var('gpucost_idle_scope') -%}
     {%- if scope == 'node_hour' -%}
-        [{{ idle_scope_key(lines, 'node_hour') }}, {{ idle_scope_key(lines, 'cluster_day') }}]
+        {{ array_of([idle_scope_key(lines, 'node_hour'), idle_scope_key(lines, 'cluster_day')]) }}
     {%- elif scope == 'cluster_day' -%}
-        [{{ idle_scope_key(lines, 'cluster_day') }}]
+        {{ array_of([idle_scope_key(lines, 'cluster_day')]) }}
     {%- else -%}
         {{ exceptions.raise_compiler_error("gpucost_idle_scope must be node_hour or cluster_day, got '" ~ scope ~ "'") }}
     {%- endif -%}

@@ -125,3 +125,12 @@
         {%- endfor %}
     )
 {%- endmacro %}
+
+{#- A list (DuckDB) / array (Spark) of the given SQL expressions. -#}
+{% macro array_of(items) -%}
+    {{ return(adapter.dispatch('array_of', 'gpucost')(items)) }}
+{%- endmacro %}
+
+{% macro default__array_of(items) -%}[{{ items | join(', ') }}]{%- endmacro %}
+
+{% macro spark__array_of(items) -%}array({{ items | join(', ') }}){%- endmacro %}

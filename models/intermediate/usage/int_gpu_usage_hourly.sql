@@ -11,8 +11,9 @@
 -- is longer than gpucost_max_sample_gap_seconds (telemetry missing is not usage).
 -- Incremental: a run recomputes whole hours from (latest hour built - gpucost_lookback_hours) on, so late
 -- telemetry within the lookback is picked up; `dbt build --full-refresh` recomputes everything.
+{#- spark target: a table rebuilt each run (delete+insert needs DuckDB; merge needs Delta). -#}
 {{ config(
-    materialized='incremental',
+    materialized='incremental' if target.type != 'spark' else 'table',
     unique_key='usage_hour_key',
     incremental_strategy='delete+insert',
     on_schema_change='fail',
