@@ -134,3 +134,14 @@
 {% macro default__array_of(items) -%}[{{ items | join(', ') }}]{%- endmacro %}
 
 {% macro spark__array_of(items) -%}array({{ items | join(', ') }}){%- endmacro %}
+
+{#- The columns of a built relation, comma-separated (optionally qualified): a portable `* exclude (...)`
+    (DuckDB) / `* except (...)` (Databricks), which plain Spark SQL lacks. `*` while parsing. -#}
+{% macro column_list(relation, qualifier=none) -%}
+    {%- if not execute -%}{{ return('*') }}{%- endif -%}
+    {%- set names = [] -%}
+    {%- for column in adapter.get_columns_in_relation(relation) -%}
+        {%- do names.append((qualifier ~ '.' if qualifier else '') ~ column.name) -%}
+    {%- endfor -%}
+    {{ return(names | join(', ')) }}
+{%- endmacro %}

@@ -97,7 +97,7 @@ pod_matches as (
 pod_samples as (
 
     select
-        * exclude (matched_workload_id, match_rank),
+        {{ column_list(ref('stg_dcgm__gpu_samples')) }},
         coalesce(matched_workload_id, pod_key) as workload_id
     from pod_matches
     where match_rank = 1
@@ -108,7 +108,7 @@ slurm_matches as (
 
     -- a sample without a pod: the Slurm allocation(s) holding the node then (the one named by hpc_job if any)
     select
-        pod_samples.* exclude (workload_id),  -- noqa: RF02
+        {{ column_list(ref('stg_dcgm__gpu_samples'), 'pod_samples') }},
         slurm_allocation_nodes.workload_id,
         slurm_allocation_nodes.gpus_on_node as tenant_weight
     from pod_samples
@@ -142,7 +142,8 @@ tenants as (
                 and slurm_matches.gpu_instance_id is not distinct from pod_samples.gpu_instance_id
                 and slurm_matches.sampled_epoch = pod_samples.sampled_epoch
         )
-    union all by name
+    -- same columns in the same order (the sample's, workload_id, tenant_weight): positional, portable
+    union all
     select * from slurm_matches
 
 ),
