@@ -143,5 +143,6 @@
     {%- for column in adapter.get_columns_in_relation(relation) -%}
         {%- do names.append((qualifier ~ '.' if qualifier else '') ~ column.name) -%}
     {%- endfor -%}
-    {{ return(names | join(', ')) }}
+    {#- not built yet (compiling or linting an empty warehouse): a star keeps the SQL parseable -#}
+    {{ return(names | join(', ') if names else (qualifier ~ '.*' if qualifier else '*')) }}
 {%- endmacro %}

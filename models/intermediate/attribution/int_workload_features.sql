@@ -75,7 +75,7 @@ usage_summary as (
         -- rounded: a float sum's last bits depend on the order rows arrive in, and the same inputs
         -- must give the same features (and so the same model) on every build
         round(avg(util_pct), 6) as util_mean,
-        round(quantile_cont(util_pct, 0.95), 6) as util_p95,
+        round(percentile_cont(0.95) within group (order by util_pct), 6) as util_p95,
         round(stddev_pop(util_pct) / nullif(avg(util_pct), 0), 6) as util_burstiness
     from hourly
     group by 1
