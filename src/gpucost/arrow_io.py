@@ -29,6 +29,36 @@ PRORATED_SCHEMA = pa.schema(
     ]
 )
 
+# The GPU / CPU / memory parts of GPU node lines (gpucost.node_parts.split_line_parts).
+LINE_PARTS_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("resource_part", pa.string()),
+        ("part_weight", pa.int64()),
+        ("capacity_units", pa.int64()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+    ]
+)
+
+# The CPU and memory parts allocated (gpucost.node_parts.prorate_compute_parts).
+COMPUTE_PRORATED_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("resource_part", pa.string()),
+        ("workload_id", pa.string()),
+        ("allocation_kind", pa.string()),
+        ("recipient", pa.string()),
+        ("allocation_basis", pa.string()),
+        ("basis_units", pa.int64()),
+        ("unallocated_reason", pa.string()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+    ]
+)
+
 IDLE_SPREAD_SCHEMA = pa.schema(
     [
         ("charge_id", pa.string()),

@@ -108,6 +108,8 @@ final as (
         records.job_state,
         records.gpu_model,
         cast(records.gpu_count as decimal(18, 6)) / node_counts.allocation_node_count as gpus_on_node,
+        cast(records.cpu_count as decimal(18, 6)) / node_counts.allocation_node_count as cpus_on_node,
+        cast(records.memory_bytes as decimal(38, 6)) / node_counts.allocation_node_count as memory_bytes_on_node,
         node_counts.allocation_node_count,
         records.started_at,
         -- a running job has no End yet: it holds its nodes for the Elapsed so far

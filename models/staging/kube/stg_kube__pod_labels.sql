@@ -32,7 +32,8 @@ final as (
         {{ prom_label(var('gpucost_pod_label_project')) }} as label_project_id,
         {{ prom_label(var('gpucost_pod_label_team')) }} as label_team_id,
         {{ prom_label(var('gpucost_pod_label_user')) }} as label_user_id,
-        {{ prom_label('label_app') }} as label_app
+        {{ prom_label('label_app') }} as label_app,
+        {{ prom_label(var('gpucost_pod_label_workload_class')) }} as label_workload_class
     from latest
     where pod is not null
 
