@@ -19,7 +19,9 @@ final as (
         cluster_id,
         {{ prom_label('node') }} as node_name,
         max(
-            case when labels['resource'] in ('nvidia_com_gpu', 'nvidia.com/gpu') then try_cast(sample_value as double) end
+            case
+                when labels['resource'] in ('nvidia_com_gpu', 'nvidia.com/gpu') then try_cast(sample_value as double)
+            end
         ) as gpu_capacity,
         max(case when labels['resource'] = 'cpu' then try_cast(sample_value as double) end) as cpu_cores,
         max(case when labels['resource'] = 'memory' then try_cast(sample_value as double) end) as memory_bytes
