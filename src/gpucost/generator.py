@@ -45,6 +45,8 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
 
+from gpucost import generator_slurm
+
 __all__ = [
     "DCGM_METRICS",
     "FOCUS_COLUMNS",
@@ -277,18 +279,34 @@ USERS = (
 K8S_ALNUM = "bcdfghjklmnpqrstvwxz2456789"
 
 # scheduling priority (lower first) and the PriorityClass name per workload kind
-KIND_PRIORITY = {"inference": 0, "training": 1, "finetune": 2, "notebook": 2, "eval": 3}
+KIND_PRIORITY = {"inference": 0, "training": 1, "finetune": 2, "notebook": 2, "eval": 3, "etl": 3}
 PRIORITY_CLASS = {
     "inference": "inference-critical",
     "training": "training-high",
     "finetune": "training-default",
     "notebook": "interactive",
     "eval": "batch-low",
+    "etl": "batch-low",
 }
 # targeted share of a cluster's GPU capacity and the mean GPU-hours of one pod of the kind
 KIND_SHARE = {"training": 0.42, "finetune": 0.11, "notebook": 0.05, "eval": 0.018}
 # weight for picking which workloads lose their project label (notebooks are the worst)
-UNTAG_WEIGHT = {"notebook": 2.0, "eval": 1.4, "finetune": 1.0, "training": 0.6, "inference": 0.8}
+UNTAG_WEIGHT = {
+    "notebook": 2.0,
+    "eval": 1.4,
+    "finetune": 1.0,
+    "training": 0.6,
+    "inference": 0.8,
+    "etl": 1.0,
+}
+# The shared-GPU inference node of the first cluster (an H100 node kept out of the scheduler):
+# GPU -> its MIG instances (GPU_I_ID, profile), or its number of time-sliced replicas; the other
+# GPUs stay idle.
+SHARED_NODE_MIG: dict[int, tuple[tuple[str, str], ...]] = {
+    0: tuple((str(i), "1g.10gb") for i in range(7, 14)),
+    1: (("2", "3g.40gb"), ("3", "2g.20gb"), ("9", "1g.10gb"), ("10", "1g.10gb")),
+}
+SHARED_NODE_REPLICAS: dict[int, int] = {2: 4, 3: 2}
 NOTEBOOK_MAX_WAIT = 3600
 # hard mode: this project is handed to this team halfway through the window
 HANDOFF_PROJECT = ("summarizer", "recsys")
@@ -322,6 +340,7 @@ class Node:
     info_labels: dict[str, str]
     free: list[bool] = field(default_factory=lambda: [True] * GPUS_PER_NODE)
     free_count: int = GPUS_PER_NODE
+    reserved: bool = False  # kept out of the scheduler: the shared-GPU (MIG / time-sliced) node
 
 
 @dataclass(slots=True)
@@ -346,6 +365,9 @@ class Container:
     cpu: str
     memory: str
     gpus: int
+    gpu_resource: str = (
+        "nvidia_com_gpu"  # as kube-state-metrics names it: MIG and shared GPUs differ
+    )
 
 
 @dataclass(slots=True)
@@ -825,7 +847,7 @@ def _cluster_arrivals(
     factory: _PodFactory, cluster: Cluster, t0: int, window_end: int, step: int
 ) -> list[Pod]:
     rng = factory.rng
-    capacity = GPUS_PER_NODE * len(cluster.nodes)
+    capacity = GPUS_PER_NODE * sum(1 for n in cluster.nodes if not n.reserved)
     pods: list[Pod] = []
     # Inference deployments: run the whole window, re-deployed (new ReplicaSet) every few days.
     n_deploy = max(1, round(0.15 * capacity / 3.0))
@@ -896,7 +918,7 @@ def _schedule(
     cluster: Cluster, arrivals: list[Pod], t0: int, window_end: int, step: int, pod_ip_base: int
 ) -> list[Pod]:
     """Event-driven bin-packing scheduler; returns the pods that started, in start order."""
-    nodes = cluster.nodes
+    nodes = [n for n in cluster.nodes if not n.reserved]
     joins = sorted({n.join for n in nodes if n.join > t0})
     running: list[tuple[int, int, Pod]] = []
     queue: list[Pod] = []
@@ -963,6 +985,142 @@ def _schedule(
             started.append(pod)
         queue = waiting
     return started
+
+
+def _add_shared_gpu_node(cluster: Cluster, rng: random.Random, idx: int, t0: int) -> Node:
+    """An H100 inference node of ``cluster`` kept out of the scheduler: its GPUs are split into MIG
+    instances or time-sliced between replicas (SHARED_NODE_MIG / SHARED_NODE_REPLICAS)."""
+    itype = P5
+    ip = f"10.{cluster.idx + 1}.{64 + rng.randrange(0, 64)}.{rng.randrange(1, 255)}"
+    name = _node_name(ip, cluster.region)
+    zone = cluster.region + "a"
+    instance_id = "i-0" + _hex(rng, 16)
+    gpus = []
+    for g in range(GPUS_PER_NODE):
+        h = _hex(rng, 32)
+        labels = {
+            "DCGM_FI_DRIVER_VERSION": DRIVER_VERSION,
+            cluster.hostname_label: name,
+            "UUID": f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}",
+            "cluster": cluster.name,
+            "device": f"nvidia{g}",
+            "gpu": str(g),
+            "instance": f"{ip}:{DCGM_PORT}",
+            "job": "dcgm-exporter",
+            "modelName": itype.gpu_model,
+            "pci_bus_id": itype.pci_bus_ids[g],
+        }
+        gpus.append(Gpu(index=g, uuid=labels["UUID"], idle_w=itype.idle_watts, idle_fb="0",
+                        labels=labels))  # fmt: skip
+    info = {
+        "cluster": cluster.name,
+        "container_runtime_version": "containerd://1.7.22",
+        "internal_ip": ip,
+        "kernel_version": "5.10.225-213.878.amzn2.x86_64",
+        "kubelet_version": "v1.30.4-eks-a737599",
+        "node": name,
+        "os_image": "Amazon Linux 2",
+        "provider_id": f"aws:///{zone}/{instance_id}",
+    }
+    node = Node(idx=idx, cluster=cluster.idx, name=name, ip=ip, instance_id=instance_id, zone=zone,
+                itype=itype, join=t0, gpus=gpus, info_labels=info, reserved=True)  # fmt: skip
+    cluster.nodes.append(node)
+    return node
+
+
+def _shared_gpu_pods(factory: _PodFactory, node: Node, t0: int, window_end: int) -> list[Pod]:
+    """Inference replicas on the shared node for the whole window: one per MIG instance (kube
+    resource nvidia_com_mig_<profile>) and several per time-sliced GPU (nvidia_com_gpu_shared)."""
+    rng = factory.rng
+    pods: list[Pod] = []
+    slots = [(g, mig) for g, instances in SHARED_NODE_MIG.items() for mig in instances]
+    slots += [(g, None) for g, n in SHARED_NODE_REPLICAS.items() for _ in range(n)]
+    projects = sorted(SERVING_PROJECTS)
+    for i, (g, mig) in enumerate(slots):
+        project = projects[i % len(projects)]
+        team = factory.project_team[project]
+        user = rng.choice(sorted(u for u, t in factory.user_team.items() if t == team))
+        kind = f"mig-{mig[1].replace('.', '-')}" if mig else "ts"
+        pod = factory.make("inference", t0, user=user, project=project, gpus=1,
+                           duration=window_end - t0, fixed_end=window_end,
+                           template=f"{node.cluster}/shared/{i}",
+                           rs_name=f"{project}-{kind}-{_suffix(rng, 9)}")  # fmt: skip
+        main = pod.containers[0]
+        main.cpu, main.memory = "4", str(24 * GIB)
+        if mig:
+            main.gpu_resource = "nvidia_com_mig_" + mig[1].replace(".", "_")
+            pod.prof["mig"] = mig
+        else:
+            main.gpu_resource = "nvidia_com_gpu_shared"
+            pod.prof["shared"] = True
+        pod.node, pod.gpu_idx, pod.start, pod.end = node, (g,), t0, window_end
+        pod.pod_ip = f"10.{node.cluster + 1}.250.{1 + i}"
+        pods.append(pod)
+    return pods
+
+
+def _cpu_only_pods(
+    factory: _PodFactory, cluster: Cluster, t0: int, window_end: int, step: int
+) -> list[Pod]:
+    """Feature-ETL jobs that need no GPU but run on the GPU nodes (two or three a day): they hold
+    cores and memory of the node, and pay for them from its CPU and memory parts."""
+    rng = factory.rng
+    nodes = [n for n in cluster.nodes if not n.reserved]
+    pods: list[Pod] = []
+    for day in range((window_end - t0) // SECONDS_PER_DAY):
+        for _ in range(rng.randint(2, 3)):
+            start = t0 + day * SECONDS_PER_DAY + rng.randrange(0, SECONDS_PER_DAY // step) * step
+            candidates = [n for n in nodes if n.join <= start]
+            if not candidates:
+                continue
+            user = rng.choice(factory.users)
+            project = factory._project_for(user)
+            job = factory._unique(lambda project=project: f"{project}-feature-etl-{_hex(rng, 5)}")
+            cores = rng.choice((4, 8, 16))
+            container = factory._container(
+                "etl", f"ghcr.io/acme/feature-etl:1.{rng.randint(0, 9)}.{rng.randint(0, 9)}",
+                str(cores), cores * 4 * GIB, 0,
+            )  # fmt: skip
+            factory.seq += 1
+            node = rng.choice(candidates)
+            end = min(window_end, start + rng.randrange(1, 5) * 3600)
+            pods.append(
+                Pod(seq=factory.seq, cluster=cluster.idx, kind="etl",
+                    name=f"{job}-{_suffix(rng, 5)}", namespace=f"team-{factory.user_team[user]}",
+                    uid=_uuid(rng), user=user, user_team=factory.user_team[user], project=project,
+                    gpus=0, arrival=start, duration=end - start, fixed_end=end,
+                    template=f"{cluster.idx}/etl/{factory.seq}", created_by_kind="Job",
+                    created_by_name=job, app="feature-etl", containers=[container], prof={},
+                    node=node, gpu_idx=(), start=start, end=end,
+                    pod_ip=f"10.{cluster.idx + 1}.251.{1 + len(pods) % 250}")
+            )  # fmt: skip
+    return pods
+
+
+def _shared_node_series(
+    node: Node, pods: list[Pod], ts: list[int], rng: random.Random, step: int, tz: int
+) -> tuple[dict[str, list], int]:
+    """DCGM series of the shared node for the steps ``ts``: one per MIG instance (GPU_I_ID /
+    GPU_I_PROFILE and its pod), one per time-sliced replica on the same UUID, one per idle GPU."""
+    out: dict[str, list] = {m: [] for m in DCGM_METRICS}
+    samples = 0
+    by_gpu: dict[int, list[Pod]] = {}
+    for p in pods:
+        by_gpu.setdefault(p.gpu_idx[0], []).append(p)
+    for gpu in node.gpus:
+        tenants: list[Pod | None] = list(by_gpu.get(gpu.index, [])) or [None]
+        for p in tenants:
+            vals = _segment_values(p, gpu, node.itype, ts, rng, step, tz)
+            extra: dict[str, str] = {}
+            if p is not None:
+                extra = {"container": p.containers[0].name, "namespace": p.namespace, "pod": p.name}
+                if "mig" in p.prof:
+                    extra |= {"GPU_I_ID": p.prof["mig"][0], "GPU_I_PROFILE": p.prof["mig"][1]}
+            for metric, values in zip(DCGM_METRICS, vals, strict=True):
+                labels = _sorted_labels({"__name__": metric, **gpu.labels, **extra})
+                out[metric].append((labels, [values]))
+            samples += len(DCGM_METRICS) * len(ts)
+    return out, samples
 
 
 def _assign_tags(
@@ -1153,6 +1311,13 @@ def _dcgm_day(
         if node.join >= day_end:
             continue
         k0 = max(0, (node.join - day_start) // step)
+        if node.reserved:
+            window = ts[k0 : min(n_steps, (window_end - day_start) // step)]
+            shared, n = _shared_node_series(node, by_node.get(node.idx, []), window, rng, step, tz)
+            for metric, series in shared.items():
+                out[metric].extend(series)
+            samples += n
+            continue
         gk0 = gk1 = 0
         if gap is not None and gap.node == node.idx:
             gk0 = min(n_steps, max(0, (gap.start - day_start) // step))
@@ -1275,7 +1440,7 @@ def _kube_day(
                 out["kube_pod_container_info"].append((_sorted_labels(cinfo), ones))
                 requests = [("cpu", "core", c.cpu), ("memory", "byte", c.memory)]
                 if c.gpus:
-                    requests.insert(0, ("nvidia_com_gpu", "integer", str(c.gpus)))
+                    requests.insert(0, (c.gpu_resource, "integer", str(c.gpus)))
                 for resource, unit, value in requests:
                     req = {
                         **base,
@@ -1521,6 +1686,9 @@ def generate_month(
     progress: Callable[[str], None] | None = None,
     hard: bool = False,
     truth_csv: Path | None = None,
+    slurm_nodes: int = 2,
+    shared_gpus: bool = True,
+    cpu_only_pods: bool = True,
 ) -> dict:
     """Generate ``days`` days of raw billing, DCGM and kube-state-metrics files into ``out_dir``.
 
@@ -1533,6 +1701,11 @@ def generate_month(
     do not say the project, train -> eval pipelines, a project handed to another team mid-window.
     ``truth_csv`` (outside the landing zone) receives every pod's true project: cluster, namespace,
     pod, uid, project_id, kind, tag_state.
+    ``slurm_nodes`` GPU nodes (0: none) form a Slurm queue next to the Kubernetes clusters, with its
+    sacct dumps and DCGM series (see gpucost.generator_slurm).
+    ``shared_gpus`` adds an H100 inference node to the first cluster whose GPUs are split into MIG
+    instances (seven 1g.10gb; 3g.40gb + 2g.20gb + two 1g.10gb) or time-sliced between replicas (4
+    and 2); ``cpu_only_pods`` adds feature-ETL jobs that request only CPU and memory on GPU nodes.
     """
     if step_seconds <= 0 or 3600 % step_seconds:
         raise ValueError("step_seconds must divide 3600")
@@ -1540,6 +1713,8 @@ def generate_month(
         raise ValueError("days, nodes and clusters must be >= 1")
     if clusters > nodes:
         raise ValueError("need at least one node per cluster")
+    if slurm_nodes < 0:
+        raise ValueError("slurm_nodes must be >= 0")
     if not 0.0 <= untagged_fraction <= 1.0:
         raise ValueError("untagged_fraction must be within [0, 1]")
     out_dir = Path(out_dir)
@@ -1553,6 +1728,11 @@ def generate_month(
     rng = random.Random(seed)
     user_team, project_team, typo = _build_org(rng)
     fleet = _build_fleet(rng, nodes, clusters, t0, window_end)
+    shared_node = None
+    if shared_gpus:
+        shared_node = _add_shared_gpu_node(
+            fleet[0], random.Random(f"{seed}/shared-node"), nodes, t0
+        )
     account_id = str(rng.randrange(10**11, 10**12))
 
     # Workloads and scheduling (small: a few records per pod for the whole window).
@@ -1566,6 +1746,22 @@ def generate_month(
         arrivals = _cluster_arrivals(factory, cl, t0, window_end, step)
         arrivals_total += len(arrivals)
         all_pods.extend(_schedule(cl, arrivals, t0, window_end, step, wrng.randrange(0, 5000)))
+        extra = _PodFactory(
+            random.Random(f"{seed}/extra-workloads/{cl.name}"), cl, user_team, project_team, step
+        )
+        extra.seq = 1_000_000  # after the scheduled pods' sequence numbers
+        if shared_node is not None and shared_node.cluster == cl.idx:
+            all_pods.extend(_shared_gpu_pods(extra, shared_node, t0, window_end))
+        if cpu_only_pods:
+            all_pods.extend(_cpu_only_pods(extra, cl, t0, window_end, step))
+    hpc: generator_slurm.SlurmCluster | None = None
+    if slurm_nodes:
+        srng = random.Random(f"{seed}/slurm")
+        hpc = generator_slurm.build_cluster(srng, P4D, slurm_nodes, t0, GPUS_PER_NODE, _hex)
+        team_projects: dict[str, list[str]] = {}
+        for project, team in project_team.items():
+            team_projects.setdefault(team, []).append(project)
+        generator_slurm.schedule_jobs(srng, hpc, user_team, team_projects, t0, window_end, step)
     untagged, n_typo = _assign_tags(
         all_pods, random.Random(f"{seed}/tags"), untagged_fraction, typo
     )
@@ -1575,7 +1771,7 @@ def generate_month(
 
     # Telemetry gap: one node's exporter is down for an hour.
     gap_rng = random.Random(f"{seed}/gap")
-    candidates = [n for cl in fleet for n in cl.nodes if n.join == t0]
+    candidates = [n for cl in fleet for n in cl.nodes if n.join == t0 and not n.reserved]
     gap_node = gap_rng.choice(candidates)
     gap_day = gap_rng.randrange(1, days - 1) if days > 2 else 0
     gap_start = t0 + gap_day * SECONDS_PER_DAY + gap_rng.randrange(8, 20) * 3600
@@ -1625,16 +1821,31 @@ def generate_month(
                     _write_matrix(kdir / f"{metric}.json", series)
                     files += 1
                 for p in pods_today:
+                    if p.node is None or p.node.reserved:
+                        continue  # the share of scheduled whole GPUs (the shared node is apart)
                     lo = max(p.start, day_start)
                     hi = min(p.end, window_end, day_start + SECONDS_PER_DAY)
                     if hi > lo:
                         allocated_gpu_s += p.gpus * (hi - lo)
                 for node in cl.nodes:
+                    if node.reserved:
+                        continue
                     lo = max(node.join, day_start)
                     if lo < day_start + SECONDS_PER_DAY:
                         existing_gpu_s += GPUS_PER_NODE * (day_start + SECONDS_PER_DAY - lo)
+            if hpc is not None:
+                generator_slurm.write_sacct_day(out_dir, hpc, day_start, window_end)
+                hrng = random.Random(f"{seed}/dcgm/{hpc.name}/{date}")
+                dcgm, n = generator_slurm.dcgm_day(hpc, day_start, step, window_end, hrng)
+                day_samples += n
+                ddir = out_dir / "metrics" / "dcgm" / hpc.name / date
+                ddir.mkdir(parents=True, exist_ok=True)
+                for metric, series in dcgm.items():
+                    _write_matrix(ddir / f"{metric}.json", series)
+                    files += 1
+                del dcgm
             samples_total += day_samples
-            _bill_day(focus, fleet, storage, day_start, bill_rng, sku_cache)
+            _bill_day(focus, fleet, storage, day_start, bill_rng, sku_cache, hpc)
             if progress is not None:
                 progress(f"day {d + 1}/{days} ({date}): {day_pods} pods, {day_samples} samples")
         focus.close_month()
@@ -1678,6 +1889,14 @@ def generate_month(
             ),
             None,
         ),
+        "slurm": None
+        if hpc is None
+        else {
+            "cluster": hpc.name,
+            "nodes": [n.name for n in hpc.nodes],
+            "jobs": len(hpc.jobs),
+            "array_tasks": sum(1 for j in hpc.jobs if "_" in j.job_id),
+        },
         "clusters": [
             {
                 "name": cl.name,
@@ -1698,6 +1917,7 @@ def _bill_day(
     day_start: int,
     rng: random.Random,
     sku_cache: dict[str, str],
+    hpc: generator_slurm.SlurmCluster | None = None,
 ) -> None:
     focus.open_month(day_start)
     dt = datetime.fromtimestamp(day_start, UTC)
@@ -1708,7 +1928,7 @@ def _bill_day(
     for h in range(24):
         hs = day_start + h * 3600
         hs_iso, he_iso = _iso(hs), _iso(hs + 3600)
-        for cl in fleet:
+        for cl in [*fleet, *([hpc] if hpc is not None else [])]:
             tags = _tags({"cluster": cl.name})
             for node in cl.nodes:
                 if node.join > hs:

@@ -77,6 +77,9 @@ node_matches as (
     from charges
     inner join nodes
         on charges.resource_id in (nodes.instance_id, nodes.provider_id, nodes.node_name)
+        -- a GPU node outside kube (Slurm on EC2, e.g. AWS ParallelCluster): the bill names the instance and
+        -- carries the host name Slurm and DCGM know as the resource's name
+        or (nodes.instance_id is null and charges.resource_name = nodes.node_name)
     group by 1
 
 ),

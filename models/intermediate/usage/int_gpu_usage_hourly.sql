@@ -282,7 +282,9 @@ requests_hourly as (
         sum(cast(round(
             request_gaps.requested_gpus * {{ mig_share('request_gaps.mig_profile', 'node_models.gpu_model') }} * 1000
             * {{ sample_duration('request_gaps.gap_seconds', 'request_steps.step_seconds') }}
-        ) as bigint)) as requested_gpu_ms
+        ) as bigint)) as requested_gpu_ms,
+        -- a time-sliced replica (nvidia.com/gpu.shared) asks for one replica, not one GPU
+        bool_or(regexp_matches(request_gaps.gpu_resource, 'gpu[._]shared$')) as is_time_sliced
     from request_gaps
     inner join request_steps
         on request_gaps.workload_id = request_steps.workload_id
@@ -299,7 +301,8 @@ requests_hourly as (
         node_name,
         hour_start_epoch,
         workload_id,
-        requested_gpu_ms
+        requested_gpu_ms,
+        false as is_time_sliced
     from slurm_requests
 
 ),
@@ -314,7 +317,12 @@ joined as (
         coalesce(gpu_hourly.gpu_count, 0) as gpu_count,
         cast(coalesce(gpu_hourly.gpu_ms, 0) as bigint) as gpu_ms,
         cast(coalesce(gpu_hourly.used_gpu_ms, 0) as bigint) as used_gpu_ms,
-        cast(coalesce(requests_hourly.requested_gpu_ms, 0) as bigint) as requested_gpu_ms
+        -- a time-sliced replica requests its share of the GPU's time: what the slot gave it (1/replicas)
+        cast(case
+            when requests_hourly.is_time_sliced
+                then least(coalesce(requests_hourly.requested_gpu_ms, 0), coalesce(gpu_hourly.gpu_ms, 0))
+            else coalesce(requests_hourly.requested_gpu_ms, 0)
+        end as bigint) as requested_gpu_ms
     from gpu_hourly
     full outer join requests_hourly
         on gpu_hourly.cluster_id = requests_hourly.cluster_id
