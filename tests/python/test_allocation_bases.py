@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucost.allocation import prorate_node_lines
+from gpucost.allocation import prorate_node_lines, spread_idle
 from tests.python.conftest import Warehouse, run_dbt
 from tests.python.test_shared_gpus import A100, MINUTES, series, write_prom
 
@@ -71,6 +71,28 @@ def test_pool_basis_and_complexity_in_the_core():
     }
     with pytest.raises(ValueError, match="unknown allocation basis 'p95'"):
         prorate_node_lines([line | {"gpu_allocation_basis": "p95"}], usages)
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("proportional", {"train": D("0.714285714285714286"), "sweep": D("0.535714285714285714")}),
+        ("even", {"train": D("0.625"), "sweep": D("0.625")}),
+        ("platform", {None: D("1.25")}),
+        ("visible", {None: D("1.25")}),
+    ],
+)
+def test_idle_policies_on_the_worked_example(policy, expected):
+    """docs/allocation.md's idle table: the 1.25 of idle under each policy."""
+    idle = {"charge_id": "l", "scope_keys": ["l"], "billed_cost": D("1.25"),
+            "effective_cost": D("1.25"), "allocation_ratio": D("0.125")}  # fmt: skip
+    weights = [
+        {"scope_key": "l", "workload_id": "train", "owner_key": "t|llm", "weight": 3_600_000},
+        {"scope_key": "l", "workload_id": "sweep", "owner_key": "t|tune", "weight": 2_700_000},
+    ]
+    rows = spread_idle([idle], weights, policy)
+    assert {r["workload_id"]: r["billed_cost"] for r in rows} == expected
+    assert sum(r["allocation_ratio"] for r in rows) == D("0.125")
 
 
 def make_landing(root: Path) -> Path:
