@@ -146,9 +146,10 @@ def test_onprem_items_depreciate_at_the_cloud_hourly_cost(small_month, onprem_la
         if (
             line["ServiceName"] == "Amazon Elastic Compute Cloud"
             and line["ChargeCategory"] == "Usage"
+            and '"cluster":"hpc"' not in line["Tags"]  # the Slurm queue's hosts stay FOCUS lines
         ):
             hourly[line["ResourceId"]] = Decimal(line["BilledCost"])
-    assert len(items) == len(hourly) == 2
+    assert len(items) == len(hourly) == 3  # the 2 scheduled nodes and the shared-GPU node
     for item in items:
         assert (item["item_type"], item["residual_value"], item["depreciation_months"]) == (
             "hardware",
@@ -186,6 +187,7 @@ def test_onprem_month_reconciles_and_places_every_non_shared_cent_like_focus(
         if (
             line["ServiceName"] == "Amazon Elastic Compute Cloud"
             and line["ChargeCategory"] == "Usage"
+            and '"cluster":"hpc"' not in line["Tags"]  # the Slurm queue's hosts stay FOCUS lines
         ):
             node_hours.setdefault(line["ResourceId"], []).append(Decimal(line["BilledCost"]))
     extra = sum(costs[0] * (744 - len(costs)) for costs in node_hours.values())
