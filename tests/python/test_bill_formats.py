@@ -27,7 +27,8 @@ def small_month(tmp_path_factory) -> Path:
     from gpucost.generator import generate_month
 
     landing = tmp_path_factory.mktemp("formats") / "focus" / "landing"
-    generate_month(landing, seed=11, nodes=2, days=1, step_seconds=900, clusters=1)
+    # without the Slurm queue: its node-hours stay FOCUS lines under every format (test_usage_sources)
+    generate_month(landing, seed=11, nodes=2, days=1, step_seconds=900, clusters=1, slurm_nodes=0)
     return landing
 
 
@@ -146,7 +147,6 @@ def test_onprem_items_depreciate_at_the_cloud_hourly_cost(small_month, onprem_la
         if (
             line["ServiceName"] == "Amazon Elastic Compute Cloud"
             and line["ChargeCategory"] == "Usage"
-            and '"cluster":"hpc"' not in line["Tags"]  # the Slurm queue's hosts stay FOCUS lines
         ):
             hourly[line["ResourceId"]] = Decimal(line["BilledCost"])
     assert len(items) == len(hourly) == 3  # the 2 scheduled nodes and the shared-GPU node
@@ -173,9 +173,10 @@ def test_onprem_month_reconciles_and_places_every_non_shared_cent_like_focus(
     sum(hourly x (744 - hours billed)), all of it unallocated as no_gpu_telemetry. Every direct, usage and idle
     cent of a team is the FOCUS build's to the 1e-18 (on-prem has one amount per line, so the billed
     ledger is compared). Only the spreading of shared lines moves: it weighs owners by cost, and the
-    $94,800 of idle server hours become the biggest owner, so a team's shared share shrinks. Measured
-    on this month (seed 11, 2 nodes, 1 day, $3,088.20 bill): at most $99.93 per team (recsys,
-    $103.02 -> $3.09); asserted below $100 and nonzero (the move is real, not rounding)."""
+    idle server hours outside the day (two scheduled nodes and the shared-GPU H100 node, about
+    $168,000) become the biggest owner, so a team's shared share shrinks. Measured on this month
+    (seed 11, 2 nodes + the shared node, 1 day, $7,712.63 bill): at most $383.18 per team; asserted
+    below $500 and nonzero (the move is real, not rounding)."""
     warehouse = _build(onprem_landing, tmp_path_factory.mktemp("build_onprem_items"))
     ((billed, reconciled, residual, eff_residual, quarantined),) = warehouse.sql(
         "select sum(billed_cost), bool_and(is_reconciled), max(abs(billed_residual)),"
@@ -187,7 +188,6 @@ def test_onprem_month_reconciles_and_places_every_non_shared_cent_like_focus(
         if (
             line["ServiceName"] == "Amazon Elastic Compute Cloud"
             and line["ChargeCategory"] == "Usage"
-            and '"cluster":"hpc"' not in line["Tags"]  # the Slurm queue's hosts stay FOCUS lines
         ):
             node_hours.setdefault(line["ResourceId"], []).append(Decimal(line["BilledCost"]))
     extra = sum(costs[0] * (744 - len(costs)) for costs in node_hours.values())
@@ -214,7 +214,7 @@ def test_onprem_month_reconciles_and_places_every_non_shared_cent_like_focus(
     onprem_all = {team: money[0] for team, money in _per_team(warehouse, real).items()}
     assert focus_all.keys() == onprem_all.keys()
     moved = max(abs(focus_all[team] - onprem_all[team]) for team in focus_all)
-    assert 0 < moved < 100
+    assert 0 < moved < 500
 
 
 def _set_mtime(folder: Path, when: int) -> None:
