@@ -174,7 +174,7 @@ def test_onprem_month_reconciles_and_places_every_non_shared_cent_like_focus(
     cent of a team is the FOCUS build's to the 1e-18 (on-prem has one amount per line, so the billed
     ledger is compared). Only the spreading of shared lines moves: it weighs owners by cost, and the
     idle server hours outside the day (two scheduled nodes and the shared-GPU H100 node, about
-    $168,000) become the biggest owner, so a team's shared share shrinks. Measured on this month
+    $165,177) become the biggest owner, so a team's shared share shrinks. Measured on this month
     (seed 11, 2 nodes + the shared node, 1 day, $7,712.63 bill): at most $383.18 per team; asserted
     below $500 and nonzero (the move is real, not rounding)."""
     warehouse = _build(onprem_landing, tmp_path_factory.mktemp("build_onprem_items"))
