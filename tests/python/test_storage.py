@@ -317,3 +317,50 @@ def test_storage_day_reconciles_to_the_cent(storage_warehouse):
         "nlp": D("14.51"), "search": D("7.25"), "vision": D("6.80"), "__unallocated__": D("5.44"),
     }  # fmt: skip
     assert sum(statements.values()) == sum(D(cost) for cost, *_ in BILL.values()) == D("34.00")
+
+
+# --------------------------------------------------------------------------------------------
+# The generated month: claims, their disks, tagged and untagged egress
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.warehouse
+def test_generated_month_routes_storage_and_egress_and_reconciles(
+    generated_month, generated_warehouse
+):
+    _, summary = generated_month
+    claims = summary["volume_claims"]
+    assert len(claims) == 6  # per cluster: a checkpoint, a notebook home, a scratch claim
+    for claim in claims:
+        rows = generated_warehouse.sql(
+            "select distinct line_class, allocation_kind, split_part(workload_id, '/', 4),"
+            " unallocated_reason from marts.fct_cost_allocation"
+            f" where resource_id = '{claim['volume_id']}'"
+        )
+        assert {row[0] for row in rows} == {"volume_claim"}
+        expected = f"volume_without_pod: {claim['cluster']}/{claim['namespace']}/{claim['claim']}"
+        held = {row[2] for row in rows if row[2] is not None}
+        # only the pods that held the claim pay for its disk; a day nobody held it is unallocated
+        assert held <= set(claim["holders"])
+        assert bool(held) == bool(claim["holders"])
+        assert {row[1:] for row in rows if row[2] is None} <= {("unallocated", None, expected)}
+    # one tagged egress line a day goes direct, the untagged ones are shared by policy
+    egress = dict(
+        generated_warehouse.sql(
+            "select line_class, count(distinct charge_id) from marts.fct_cost_allocation"
+            " where service_name = 'AWS Data Transfer' group by 1"
+        )
+    )
+    assert egress == {
+        "direct": summary["days"],
+        "shared": summary["days"] * len(summary["clusters"]),
+    }
+    (residuals,) = generated_warehouse.sql(
+        "select max(abs(billed_residual)), max(abs(effective_residual)), bool_and(is_reconciled)"
+        " from marts.rpt_reconciliation"
+    )
+    assert residuals == (0, 0, True)
+    (cents,) = generated_warehouse.sql("select sum(billed_cost) from marts.fct_chargeback_monthly")[
+        0
+    ]
+    assert cents == summary["billed_total"].quantize(D("0.01"))
