@@ -1,5 +1,6 @@
 -- Every allocation that does not depend on other owners' costs: direct lines, GPU usage, spread idle,
--- volumes split over the pods that held their claim, and lines that cannot be placed. Owners resolved; `unallocated` wherever the project is unknown.
+-- volumes split over the pods that held their claim, and lines that cannot be placed. Owners resolved;
+-- `unallocated` wherever the project is unknown.
 {%- set placed_classes = "'direct', 'unallocated'"
     ~ (", 'idle_commitment'" if var('gpucost_idle_policy') in ('visible', 'platform') else "") %}
 with

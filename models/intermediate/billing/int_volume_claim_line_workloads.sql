@@ -26,8 +26,8 @@ held as (
     from lines
     inner join mounts
         on lines.volume_key = mounts.volume_key
-        and mounts.mounted_from_epoch < lines.period_end_epoch
-        and mounts.mounted_until_epoch > lines.period_start_epoch
+        and lines.period_end_epoch > mounts.mounted_from_epoch
+        and lines.period_start_epoch < mounts.mounted_until_epoch
 
 ),
 

@@ -97,6 +97,23 @@ runs as (
 
 ),
 
+mount_runs as (
+
+    select
+        cluster_id,
+        namespace,
+        pod,
+        uid,
+        persistent_volume_claim,
+        volume,
+        run_number,
+        cast(min(sampled_epoch) as bigint) as mounted_from_epoch,
+        cast(max(sampled_epoch + duration_seconds) as bigint) as mounted_until_epoch
+    from runs
+    group by 1, 2, 3, 4, 5, 6, 7
+
+),
+
 final as (
 
     select
@@ -108,10 +125,9 @@ final as (
         uid,
         persistent_volume_claim,
         volume,
-        cast(min(sampled_epoch) as bigint) as mounted_from_epoch,
-        cast(max(sampled_epoch + duration_seconds) as bigint) as mounted_until_epoch
-    from runs
-    group by cluster_id, namespace, pod, uid, persistent_volume_claim, volume, run_number
+        mounted_from_epoch,
+        mounted_until_epoch
+    from mount_runs
 
 )
 
