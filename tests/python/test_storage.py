@@ -10,8 +10,9 @@ One hand-built day (2026-10-01, UTC) of one cluster ``k8s`` whose money can be w
   train-a pays 10 x 2/3 = 6.666666666666666667 (it takes the one 1e-18 unit left over: the larger
   remainder) and train-b 3.333333333333333333; on a statement 6.67 and 3.33.
 * ``vol-0bbb2222`` (4.00): the disk behind ``pvc-bbb`` (the in-tree ``ebs_volume_id``
-  ``aws://us-east-1a/vol-0bbb2222``), bound to claim ``ml/scratch`` that no pod held: one ``unallocated``
-  row, ``volume_without_pod: k8s/ml/scratch``.
+  ``aws://us-east-1a/vol-0bbb2222``), bound to claim ``ml/scratch`` that no pod held: pod ``old-c`` is still
+  listed with the claim in its spec from 20:00, but it completed the day before. One ``unallocated`` row,
+  ``volume_without_pod: k8s/ml/scratch``.
 * ``arn:aws:ec2:us-east-1:123456789012:volume/vol-0ccc3333`` (3.00): the bill names the disk by its ARN
   (as some FOCUS exports do); the volume handle is ``vol-0ccc3333``, claim ``ml/data``, held by train-a
   all day: train-a pays 3.00.
@@ -81,15 +82,17 @@ def make_landing(root: Path) -> Path:
     def add(name: str, labels: dict[str, str], start: int, stop: int, value: str = "1") -> None:
         kube.setdefault(name, []).append(_series({"__name__": name, **labels}, start, stop, value))
 
-    pods = {  # pod -> (project, alive from, spec'd with its claims until, completed at or None)
-        "train-a": ("llm-pretrain", DAY, DAY + 16 * HOUR, DAY + 16 * HOUR),
-        "train-b": ("rag-search", DAY + 8 * HOUR, DAY + 20 * HOUR, DAY + 16 * HOUR),
+    pods = {  # pod -> (project, listed from, listed until, started at, completed at)
+        "train-a": ("llm-pretrain", DAY, DAY + 16 * HOUR, DAY, DAY + 16 * HOUR),
+        "train-b": ("rag-search", DAY + 8 * HOUR, DAY + 20 * HOUR, DAY + 8 * HOUR, DAY + 16 * HOUR),
+        # completed the day before, still listed (and spec'd with ml/scratch) from 20:00
+        "old-c": ("vision-data", DAY + 20 * HOUR, DAY + 24 * HOUR, DAY - 10 * HOUR, DAY - 2 * HOUR),
     }
-    for pod, (project, start, stop, completed) in pods.items():
+    for pod, (project, start, stop, started, completed) in pods.items():
         ids = {"namespace": "ml", "pod": pod, "uid": f"uid-{pod}"}
         add("kube_pod_info", {**ids, "node": "cpu-1"}, start, stop)
         add("kube_pod_labels", {**ids, "label_project_id": project}, start, stop)
-        add("kube_pod_start_time", ids, start, stop, str(start))
+        add("kube_pod_start_time", ids, start, stop, str(started))
         kube.setdefault("kube_pod_completion_time", []).append(
             {"metric": {"__name__": "kube_pod_completion_time", **ids, "container": "main"},
              "values": [[completed, str(completed)]]}
@@ -97,7 +100,8 @@ def make_landing(root: Path) -> Path:
     claims = {  # claim -> (volume, PV labels carrying the disk, pods holding it (spec'd from, until))
         "ckpt": ("pvc-aaa", {"csi_driver": "ebs.csi.aws.com", "csi_volume_handle": "vol-0aaa1111"},
                  {"train-a": (DAY, DAY + 16 * HOUR), "train-b": (DAY + 8 * HOUR, DAY + 20 * HOUR)}),
-        "scratch": ("pvc-bbb", {"ebs_volume_id": "aws://us-east-1a/vol-0bbb2222"}, {}),
+        "scratch": ("pvc-bbb", {"ebs_volume_id": "aws://us-east-1a/vol-0bbb2222"},
+                    {"old-c": (DAY + 20 * HOUR, DAY + 24 * HOUR)}),
         "data": ("pvc-ccc", {"csi_driver": "ebs.csi.aws.com", "csi_volume_handle": "vol-0ccc3333"},
                  {"train-a": (DAY, DAY + 16 * HOUR)}),
         "tagged": ("pvc-eee", {"csi_driver": "ebs.csi.aws.com", "csi_volume_handle": "vol-0eee5555"},

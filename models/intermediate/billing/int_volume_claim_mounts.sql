@@ -97,6 +97,22 @@ mounts as (
 
 ),
 
+held as (
+
+    select * from mounts
+    where mounted_until_epoch > mounted_from_epoch
+
+),
+
+held_claims as (
+
+    select distinct
+        claim_id,
+        persistent_volume_id
+    from held
+
+),
+
 final as (
 
     select
@@ -106,9 +122,9 @@ final as (
         workload_id,
         mounted_from_epoch,
         mounted_until_epoch
-    from mounts
-    where mounted_until_epoch > mounted_from_epoch
+    from held
     union all
+    -- a claim no pod held while alive (never named by a pod, or only by one that was not running)
     select
         claim_bindings.volume_key,
         claim_bindings.persistent_volume_id,
@@ -117,7 +133,10 @@ final as (
         cast(null as bigint) as mounted_from_epoch,
         cast(null as bigint) as mounted_until_epoch
     from claim_bindings
-    where claim_bindings.claim_id not in (select pod_claims.claim_id from pod_claims)
+    left join held_claims
+        on claim_bindings.claim_id = held_claims.claim_id
+        and claim_bindings.persistent_volume_id = held_claims.persistent_volume_id
+    where held_claims.claim_id is null
 
 )
 
