@@ -88,6 +88,22 @@ SHARED_SPREAD_SCHEMA = pa.schema(
     ]
 )
 
+# Storage lines split over the pods that held the volume's claim
+# (gpucost.storage.allocate_volume_lines).
+VOLUME_CLAIM_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("workload_id", pa.string()),
+        ("allocation_kind", pa.string()),
+        ("unallocated_reason", pa.string()),
+        ("allocation_basis", pa.string()),
+        ("mounted_ms", pa.int64()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+    ]
+)
+
 # One row per workload the learned attribution model scored (int_workload_attribution_predictions /
 # _holdout). Probabilities are not money: doubles, rounded to 6 decimals by gpucost.attribution.
 ATTRIBUTION_SCHEMA = pa.schema(

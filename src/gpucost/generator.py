@@ -9,6 +9,7 @@ Layout written below ``out_dir``::
     billing/focus/<YYYY-MM>/focus_export_<billing account id>.csv   FOCUS 1.2 CSV export
     metrics/dcgm/<cluster>/<YYYY-MM-DD>/<DCGM metric>.json          Prometheus query_range
     metrics/kube/<cluster>/<YYYY-MM-DD>/<kube metric>.json          Prometheus query_range
+                                        (KUBE_METRICS, and VOLUME_METRICS: PVs, claims, pod volumes)
     reference/org_mapping.csv                                       project -> team -> cost center
 
 Conventions a consumer must know:
@@ -51,6 +52,7 @@ __all__ = [
     "DCGM_METRICS",
     "FOCUS_COLUMNS",
     "KUBE_METRICS",
+    "VOLUME_METRICS",
     "generate_month",
 ]
 
@@ -1644,6 +1646,170 @@ def _build_storage(
     return out
 
 
+# --------------------------------------------------------------------------------------------
+# Persistent volumes: claims, the pods holding them, and their disks on the bill (issue 4)
+# --------------------------------------------------------------------------------------------
+
+VOLUME_METRICS: tuple[str, ...] = (
+    "kube_persistentvolume_info",
+    "kube_persistentvolume_claim_ref",
+    "kube_persistentvolumeclaim_info",
+    "kube_pod_spec_volumes_persistentvolumeclaims_info",
+)
+
+
+@dataclass(slots=True)
+class _VolumeClaim:
+    cluster: Cluster
+    namespace: str
+    claim: str
+    volume: str  # the PersistentVolume's name (pvc-<uuid>, as dynamic provisioning names it)
+    volume_id: str  # the EBS volume id the bill names
+    size_gb: int
+    zone: str
+    holders: frozenset[str]  # uids of the pods whose spec names the claim
+
+
+def _build_volume_claims(
+    rng: random.Random, fleet: list[Cluster], pods: list[Pod]
+) -> list[_VolumeClaim]:
+    """Per cluster: a checkpoint claim held by one project's training / fine-tuning pods in their
+    namespace, a notebook home claim held by every incarnation of one user's notebook, and a scratch
+    claim no pod holds. Untagged disks: their bill lines follow the pods (or stay unallocated)."""
+    out: list[_VolumeClaim] = []
+    for cl in fleet:
+        mine = [p for p in pods if p.cluster == cl.idx]
+        jobs: dict[tuple[str, str], list[Pod]] = {}
+        for p in mine:
+            if p.kind in ("training", "finetune"):
+                jobs.setdefault((p.namespace, p.project), []).append(p)
+        notebooks: dict[tuple[str, str], list[Pod]] = {}
+        for p in mine:
+            if p.kind == "notebook":
+                notebooks.setdefault((p.namespace, p.created_by_name), []).append(p)
+        wanted: list[tuple[str, str, int, list[Pod]]] = []
+        if jobs:
+            (ns, project), held = max(jobs.items(), key=lambda kv: (len(kv[1]), kv[0]))
+            wanted.append((ns, f"ckpt-{project}", 2000, held))
+        if notebooks:
+            (ns, sts), held = max(notebooks.items(), key=lambda kv: (len(kv[1]), kv[0]))
+            wanted.append((ns, f"home-{sts}-0", 100, held))
+        scratch_ns = wanted[0][0] if wanted else "default"
+        wanted.append((scratch_ns, f"scratch-{cl.name}", 500, []))
+        for ns, claim, size, held in wanted:
+            out.append(
+                _VolumeClaim(
+                    cluster=cl,
+                    namespace=ns,
+                    claim=claim,
+                    volume="pvc-" + _uuid(rng),
+                    volume_id="vol-0" + _hex(rng, 16),
+                    size_gb=size,
+                    zone=rng.choice(cl.nodes).zone,
+                    holders=frozenset(p.uid for p in held),
+                )
+            )
+    return out
+
+
+def _claim_storage(claims: list[_VolumeClaim]) -> list[_Storage]:
+    """The claims' disks as untagged EBS bill lines, named by the volume id the PV carries."""
+    return [_Storage(c.cluster, "ebs", c.volume_id, c.size_gb, "", 0, c.zone) for c in claims]
+
+
+def _volume_kube_day(
+    cluster: Cluster,
+    claims: list[_VolumeClaim],
+    day_pods: list[Pod],
+    day_start: int,
+    step: int,
+    window_end: int,
+) -> dict[str, list]:
+    """One day of the PV / PVC / pod-volume series of one cluster. The cluster's first (even)
+    index names disks by the EBS CSI volume handle, the other by the in-tree ebs_volume_id."""
+    n_steps = SECONDS_PER_DAY // step
+    ts = list(range(day_start, day_start + SECONDS_PER_DAY, step))
+    out: dict[str, list] = {m: [] for m in VOLUME_METRICS}
+
+    def pairs(ks: int, ke: int) -> list[str]:
+        return [",".join([f'[{t},"1"]' for t in ts[ks:ke]])]
+
+    cname = cluster.name
+    mine = [c for c in claims if c.cluster is cluster]
+    for c in mine:
+        disk = (
+            {"csi_driver": "ebs.csi.aws.com", "csi_volume_handle": c.volume_id}
+            if cluster.idx % 2 == 0
+            else {"ebs_volume_id": f"aws://{c.zone}/{c.volume_id}"}
+        )
+        pv = {"cluster": cname, "persistentvolume": c.volume, "storageclass": "gp3", **disk}
+        ref = {"cluster": cname, "persistentvolume": c.volume}
+        ref |= {"claim_namespace": c.namespace, "name": c.claim}
+        pvc = {"cluster": cname, "namespace": c.namespace, "persistentvolumeclaim": c.claim}
+        pvc |= {"storageclass": "gp3", "volumename": c.volume}
+        for name, labels in (
+            ("kube_persistentvolume_info", pv),
+            ("kube_persistentvolume_claim_ref", ref),
+            ("kube_persistentvolumeclaim_info", pvc),
+        ):
+            out[name].append((_sorted_labels({"__name__": name, **labels}), pairs(0, n_steps)))
+    holders = {uid: c for c in mine for uid in c.holders}
+    metric = "kube_pod_spec_volumes_persistentvolumeclaims_info"
+    for p in day_pods:
+        c = holders.get(p.uid)
+        if c is None:
+            continue
+        ks = max(0, (p.start - day_start) // step)
+        ke = min(n_steps, (min(p.end, window_end) - day_start) // step)
+        if ke > ks:
+            labels = {"__name__": metric, "cluster": cname, "namespace": p.namespace, "pod": p.name}
+            labels |= {"uid": p.uid, "volume": "data", "persistentvolumeclaim": c.claim}
+            out[metric].append((_sorted_labels(labels), pairs(ks, ke)))
+    return out
+
+
+def _bill_day_tagged_egress(
+    focus: _FocusWriter, fleet: list[Cluster], day_start: int, project_team: dict[str, str]
+) -> None:
+    """One day's data transfer out of the first cluster's tagged NAT gateway: direct to its project
+    (the untagged egress lines of _bill_day stay shared by policy)."""
+    cl = fleet[0]
+    rng = random.Random(f"{cl.name}/egress/{day_start}")
+    project = sorted(project_team)[0]
+    gb = Decimal(rng.randrange(5_000, 60_000)) / 1000
+    cost = _money(gb * EGRESS_PER_GB)
+    sku = _sku(f"NatGateway-Bytes/{cl.region}")
+    focus.row(
+        BilledCost=cost,
+        ChargeCategory="Usage",
+        ChargeDescription="$0.090 per GB - data transfer out to the internet via NAT gateway",
+        ChargeFrequency="Usage-Based",
+        ChargePeriodStart=_iso(day_start),
+        ChargePeriodEnd=_iso(day_start + SECONDS_PER_DAY),
+        ConsumedQuantity=format(gb, "f"),
+        ConsumedUnit="GB",
+        ContractedCost=cost,
+        ContractedUnitPrice=_money(EGRESS_PER_GB),
+        EffectiveCost=cost,
+        ListCost=cost,
+        ListUnitPrice=_money(EGRESS_PER_GB),
+        PricingCategory="Standard",
+        PricingQuantity=format(gb, "f"),
+        PricingUnit="GB",
+        RegionId=cl.region,
+        RegionName=cl.region_name,
+        ResourceId=f"nat-0{hashlib.sha256(cl.name.encode()).hexdigest()[:16]}",
+        ResourceType="nat-gateway",
+        ServiceCategory="Networking",
+        ServiceName="AWS Data Transfer",
+        SkuId=sku,
+        SkuPriceId=f"{sku}.JRTCKXETXF.6YS6EN2CT7",
+        SubAccountId=cl.sub_account_id,
+        SubAccountName=cl.sub_account_name,
+        Tags=_tags({"project_id": project, "team_id": project_team[project]}),
+    )
+
+
 def _write_truth(path: Path, fleet: list[Cluster], pods: list[Pod]) -> None:
     """Every pod's true project (what attribution should find), for benchmarks and tests."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -1788,6 +1954,8 @@ def generate_month(
             by_day.setdefault((p.cluster, d), []).append(p)
 
     storage = _build_storage(random.Random(f"{seed}/storage"), fleet, project_team)
+    claims = _build_volume_claims(random.Random(f"{seed}/volumes"), fleet, all_pods)
+    storage.extend(_claim_storage(claims))
     bill_rng = random.Random(f"{seed}/bill")
     focus = _FocusWriter(out_dir, account_id, "Acme ML Payer")
     files = 1
@@ -1820,6 +1988,10 @@ def generate_month(
                 for metric, series in kube.items():
                     _write_matrix(kdir / f"{metric}.json", series)
                     files += 1
+                volumes = _volume_kube_day(cl, claims, pods_today, day_start, step, window_end)
+                for metric, series in volumes.items():
+                    _write_matrix(kdir / f"{metric}.json", series)
+                    files += 1
                 for p in pods_today:
                     if p.node is None or p.node.reserved:
                         continue  # the share of scheduled whole GPUs (the shared node is apart)
@@ -1846,6 +2018,7 @@ def generate_month(
                 del dcgm
             samples_total += day_samples
             _bill_day(focus, fleet, storage, day_start, bill_rng, sku_cache, hpc)
+            _bill_day_tagged_egress(focus, fleet, day_start, project_team)
             if progress is not None:
                 progress(f"day {d + 1}/{days} ({date}): {day_pods} pods, {day_samples} samples")
         focus.close_month()
@@ -1897,6 +2070,17 @@ def generate_month(
             "jobs": len(hpc.jobs),
             "array_tasks": sum(1 for j in hpc.jobs if "_" in j.job_id),
         },
+        "volume_claims": [
+            {
+                "cluster": c.cluster.name,
+                "namespace": c.namespace,
+                "claim": c.claim,
+                "volume": c.volume,
+                "volume_id": c.volume_id,
+                "holders": sorted(c.holders),
+            }
+            for c in claims
+        ],
         "clusters": [
             {
                 "name": cl.name,

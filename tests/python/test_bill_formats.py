@@ -129,6 +129,18 @@ def test_hourly_single_amount_formats_place_every_non_shared_cent_the_same(build
     assert native == focus
 
 
+@pytest.mark.parametrize("fmt", NATIVE)
+def test_every_format_splits_claimed_disks_over_the_same_pods(builds, fmt):
+    # every format carries the disk's id as its resource id, so the volume_claim route is the same
+    query = (
+        "select resource_id, coalesce(workload_id, ''), allocation_kind, billed_cost"
+        " from marts.fct_cost_allocation where line_class = 'volume_claim' order by all"
+    )
+    focus = builds["focus"].sql(query)
+    assert {kind for _, _, kind, _ in focus} == {"usage", "unallocated"}
+    assert builds[fmt].sql(query) == focus
+
+
 @pytest.fixture(scope="module")
 def onprem_landing(small_month, tmp_path_factory) -> Path:
     landing = tmp_path_factory.mktemp("landing_onprem_items") / "landing"

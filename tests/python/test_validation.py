@@ -117,11 +117,11 @@ def test_generated_month_passes_every_suite(good_run):
     assert report.failures == []
     assert [result.suite for result in report.suites] == SUITES
     assert all(result.status == "passed" for result in report.suites), report.summary()
-    assert suite(report, "focus_exports").rows == summary["bill_lines"] == 308
+    assert suite(report, "focus_exports").rows == summary["bill_lines"] == 329
     assert suite(report, "dcgm_samples").rows == summary["samples"] == 50_496
-    # 4 DCGM fields x 2 clusters x 3 days; 8 kube metrics x 2 clusters x 3 days.
+    # 4 DCGM fields x 2 clusters x 3 days; 8 + 4 (volume) kube metrics x 2 clusters x 3 days.
     assert suite(report, "dcgm_responses").files == 24
-    assert suite(report, "kube_responses").files == 48
+    assert suite(report, "kube_responses").files == 72
     assert suite(report, "focus_exports").passed == 28
     assert suite(report, "dcgm_samples").passed == 12
     assert suite(report, "kube_samples").passed == 15
@@ -179,7 +179,7 @@ def test_typed_parquet_export_passes(generated_month, tmp_path):
         )
     report = validate_landing(landing)
     assert report.success, report.summary()
-    assert suite(report, "focus_exports").rows == 308
+    assert suite(report, "focus_exports").rows == 329
 
 
 def test_sampled_dcgm_check_says_so(generated_month):
@@ -420,7 +420,7 @@ def test_cli_exits_1_on_a_broken_landing_and_prints_the_failure(generated_month,
     docs = tmp_path / "docs"
     assert main(["validate", "--landing", str(landing), "--docs-dir", str(docs)]) == 1
     out = capsys.readouterr().out
-    assert "focus_exports           billing/focus       1         308" in out
+    assert "focus_exports           billing/focus       1         329" in out
     assert (
         "billing/focus/2026-10/focus_export_323437494771.csv  column EffectiveCost  "
         "expect_column_values_to_match_regex (1 row)"

@@ -1,6 +1,6 @@
 -- Every allocation that does not depend on other owners' costs: direct lines, GPU usage, spread idle, the CPU
--- and memory parts of GPU node lines,
--- and lines that cannot be placed. Owners resolved; `unallocated` wherever the project is unknown.
+-- and memory parts of GPU node lines, volumes split over the pods that held their claim, and lines that cannot
+-- be placed. Owners resolved; `unallocated` wherever the project is unknown.
 {%- set placed_classes = "'direct', 'unallocated'"
     ~ (", 'idle_commitment'" if var('gpucost_idle_policy') in ('visible', 'platform') else "") %}
 with
@@ -33,6 +33,12 @@ idle_spread as (
 compute_parts as (
 
     select * from {{ ref('int_node_compute_costs_prorated') }}
+
+),
+
+volume_prorated as (
+
+    select * from {{ ref('int_volume_costs_prorated') }}
 
 ),
 
@@ -223,6 +229,44 @@ compute as (
 
 ),
 
+volume as (
+
+    -- a disk behind a PersistentVolume: the pods that held its claim pay by holding time, each under its
+    -- workload's owner; nobody held it: unallocated with the reason
+    select
+        volume_prorated.charge_id,
+        volume_prorated.workload_id,
+        coalesce(workloads.team_id, '{{ unallocated_owner() }}') as team_id,
+        coalesce(workloads.project_id, '{{ unallocated_owner() }}') as project_id,
+        workloads.user_id,
+        case
+            when volume_prorated.allocation_kind = 'unallocated' then 'unallocated'
+            when workloads.is_attributed then 'usage'
+            else 'unallocated'
+        end as allocation_kind,
+        volume_prorated.allocation_basis,
+        case
+            when volume_prorated.allocation_kind = 'unallocated' then 'none'
+            else coalesce(workloads.attribution_method, 'none')
+        end as attribution_method,
+        workloads.attribution_rule_id,
+        case
+            when volume_prorated.allocation_kind = 'unallocated' then cast(0 as double)
+            else coalesce(workloads.attribution_confidence, cast(0 as double))
+        end as attribution_confidence,
+        case
+            when volume_prorated.allocation_kind = 'unallocated' then volume_prorated.unallocated_reason
+            when not coalesce(workloads.is_attributed, false)
+                then 'volume_claim_of_' || coalesce(workloads.unattributed_reason, 'unknown_workload')
+        end as unallocated_reason,
+        volume_prorated.allocation_ratio,
+        volume_prorated.billed_cost,
+        volume_prorated.effective_cost
+    from volume_prorated
+    left join workloads on volume_prorated.workload_id = workloads.workload_id
+
+),
+
 final as (
 
     select * from direct_and_unplaced
@@ -232,6 +276,8 @@ final as (
     select * from idle
     union all
     select * from compute
+    union all
+    select * from volume
 
 )
 
