@@ -1,6 +1,8 @@
-"""The learned attribution, trained once per build (see gpucost.attribution.attribute): top-3 calibrated
-candidates for every workload without a declared owner (scored_set = 'undeclared') and for the time-based
-hold-out it was calibrated and measured on (scored_set = 'holdout', with true_project_id)."""
+"""The learned attribution, trained once per build (see gpucost.attribution.attribute).
+
+Top-3 calibrated candidates for every workload without a declared owner (scored_set = 'undeclared')
+and for the time-based hold-out it was calibrated and measured on (scored_set = 'holdout', with
+true_project_id)."""
 
 from gpucost.arrow_io import ATTRIBUTION_SCHEMA, rows_of, table_of
 from gpucost.attribution import attribute, attribution_rows, known_projects
