@@ -104,10 +104,12 @@ VOLUME_CLAIM_SCHEMA = pa.schema(
     ]
 )
 
-# One row per workload the learned attribution model scored (int_workload_attribution_predictions /
-# _holdout). Probabilities are not money: doubles, rounded to 6 decimals by gpucost.attribution.
+# One row per workload the learned attribution model scored (int_workload_attribution_scores: the
+# undeclared workloads and the hold-out, scored_set). Probabilities are not money: doubles, rounded
+# to 6 decimals by gpucost.attribution.
 ATTRIBUTION_SCHEMA = pa.schema(
     [
+        ("scored_set", pa.string()),
         ("workload_id", pa.string()),
         ("predicted_project_id", pa.string()),
         ("attribution_confidence", pa.float64()),
@@ -120,6 +122,7 @@ ATTRIBUTION_SCHEMA = pa.schema(
         ("attribution_signals", pa.string()),
         ("true_project_id", pa.string()),
         ("model_training_workloads", pa.int64()),
+        ("model_calibration_workloads", pa.int64()),
         ("model_calibration", pa.string()),
     ]
 )

@@ -312,6 +312,13 @@ SHARED_NODE_REPLICAS: dict[int, int] = {2: 4, 3: 2}
 NOTEBOOK_MAX_WAIT = 3600
 # hard mode: this project is handed to this team halfway through the window
 HANDOFF_PROJECT = ("summarizer", "recsys")
+# hard mode pod specs: opaque dataset names (two words), evaluation suites, a public base model
+DATASET_WORDS = (
+    ("web", "news", "code", "clicks", "frames", "speech", "dialog", "docs", "scans", "logs"),
+    ("crawl", "dump", "mix", "shards", "corpus", "set", "pool", "archive"),
+)
+EVAL_SUITES = ("mmlu,gsm8k", "helm-lite", "coco-val", "lm-eval-core", "internal-regression")
+PUBLIC_BASE_MODEL = "hf://meta-llama/Llama-3.1-8B"
 
 
 # --------------------------------------------------------------------------------------------
@@ -370,6 +377,10 @@ class Container:
     gpu_resource: str = (
         "nvidia_com_gpu"  # as kube-state-metrics names it: MIG and shared GPUs differ
     )
+    # the pod spec (Kubernetes API, not kube-state-metrics): hard mode writes it to inventory/kube
+    command: list[str] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)
+    working_dir: str = ""
 
 
 @dataclass(slots=True)
@@ -400,6 +411,7 @@ class Pod:
     pod_ip: str = ""
     tag_state: str = "tagged"  # tagged | untagged | typo
     labels: dict[str, str] = field(default_factory=dict)
+    volume_claims: list[str] = field(default_factory=list)  # PVCs the pod spec mounts (hard mode)
 
 
 @dataclass(slots=True)
@@ -625,6 +637,7 @@ class _PodFactory:
         *,
         hard: bool = False,
         handoff_at: int = 0,
+        spec_seed: str = "",
     ) -> None:
         self.rng = rng
         self.cluster = cluster
@@ -653,6 +666,10 @@ class _PodFactory:
                     picks.append(rng.choice(sorted(set(self.all_projects) - set(own))))
                 weights = sorted((rng.uniform(0.2, 1.0) for _ in picks), reverse=True)
                 self.user_projects[u] = list(zip(picks, weights, strict=True))
+        # pod specs (hard mode): their own random stream, so the month's pods stay the same
+        self.spec_rng = random.Random(spec_seed or f"{cluster.name}/pod-specs")
+        self.datasets, self.team_datasets = _build_datasets(project_team)
+        self.project_jobs: dict[str, str] = {}  # the latest training / fine-tune job per project
 
     def _unique(self, make: Callable[[], str]) -> str:
         while True:
@@ -699,6 +716,7 @@ class _PodFactory:
         fixed_end: int = 0,
         template: str | None = None,
         rs_name: str | None = None,
+        reads: str | None = None,
     ) -> Pod:
         rng, step = self.rng, self.step
         user = user or rng.choice(self.users)
@@ -821,6 +839,9 @@ class _PodFactory:
             raise ValueError(kind)
         prof["eff"] = rng.uniform(0.75, 1.0)
         prof["ratio"] = rng.uniform(0.82, 0.98)
+        claims: list[str] = []
+        if self.hard:
+            claims = self._spec(kind, containers[0], project, team, user, cb_name, vague, reads)
         self.seq += 1
         return Pod(
             seq=self.seq,
@@ -842,7 +863,73 @@ class _PodFactory:
             app=app,
             containers=containers,
             prof=prof,
+            volume_claims=claims,
         )
+
+    def _spec(
+        self,
+        kind: str,
+        main: Container,
+        project: str,
+        team: str,
+        user: str,
+        job: str,
+        vague: bool,
+        reads: str | None,
+    ) -> list[str]:
+        """Fill the main container's command / args / workingDir the way these jobs are launched;
+        return the PersistentVolumeClaims the pod mounts. What names the project is partial, as in
+        real clusters: a vague job's code lives in its team's monorepo and its config is named after
+        the run; it reads one of its project's datasets (opaque names) or a dataset the whole team
+        shares; fine-tunes and evaluations read a checkpoint (an earlier job's output, or a public
+        base model); a notebook mounts its owner's workspace and, half the time, a dataset cache."""
+        rng = self.spec_rng
+        own = self.datasets[project]
+        dataset = self.team_datasets[team] if rng.random() < 0.3 else rng.choice(own)
+        data = f"s3://acme-datasets/{dataset}/"
+        output = f"s3://acme-checkpoints/{team}/{job}/"
+        repo = f"ml-{team}" if vague else project
+        claims: list[str] = []
+        if kind == "training":
+            config = f"configs/{job}.yaml" if vague else f"configs/{project}/base.yaml"
+            main.command = ["torchrun"]
+            main.args = [f"--nproc_per_node={main.gpus}", "train.py", "--config", config]
+            main.args += ["--data", data, "--output", output]
+            main.working_dir = f"/workspace/{repo}"
+            self.project_jobs[project] = job
+        elif kind == "finetune":
+            parent = self.project_jobs.get(project) if rng.random() < 0.6 else None
+            base = f"s3://acme-checkpoints/{team}/{parent}/final" if parent else PUBLIC_BASE_MODEL
+            main.command = ["python", "finetune.py"]
+            main.args = ["--base", base, "--data", data, "--output", output]
+            main.working_dir = f"/workspace/{repo}"
+            self.project_jobs[project] = job
+        elif kind == "eval":
+            parent = reads or (self.project_jobs.get(project) if rng.random() < 0.7 else None)
+            model = f"s3://acme-checkpoints/{team}/{parent}/final" if parent else PUBLIC_BASE_MODEL
+            main.command = ["python", "-m", "eval_harness"]
+            main.args = ["--model", model, "--tasks", rng.choice(EVAL_SUITES)]
+            main.working_dir = "/opt/eval-harness"
+        elif kind == "notebook":
+            main.command = ["start-notebook.py"]
+            main.args = ["--ServerApp.root_dir=/home/jovyan"]
+            main.working_dir = "/home/jovyan"
+            claims = [f"ws-{user}"] + ([f"{dataset}-cache"] if rng.random() < 0.5 else [])
+        else:  # inference: the server loads whatever the deployment mounted
+            main.command = ["python", "-m", "server"]
+            main.args = ["--model", "/models/current", "--port", "8000"]
+        return claims
+
+
+def _build_datasets(project_team: dict[str, str]) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Two opaque dataset names per project (they do not say the project) and one per team that all
+    its projects read. Fixed by the project list, like a data catalogue."""
+    words = sorted(f"{a}-{b}" for a in DATASET_WORDS[0] for b in DATASET_WORDS[1])
+    random.Random("datasets").shuffle(words)
+    names = iter(words)
+    projects = {p: [next(names), next(names)] for p in sorted(project_team)}
+    teams = {t: next(names) for t in sorted(set(project_team.values()))}
+    return projects, teams
 
 
 def _cluster_arrivals(
@@ -910,6 +997,7 @@ def _cluster_arrivals(
                             pod.arrival + pod.duration,
                             user=pod.user if not pod.user.startswith("system:") else None,
                             project=pod.project,
+                            reads=pod.created_by_name,
                         )
                     )
     pods.sort(key=lambda p: (p.arrival, p.seq))
@@ -1822,6 +1910,75 @@ def _write_truth(path: Path, fleet: list[Cluster], pods: list[Pod]) -> None:
             )
 
 
+def _write_pod_specs(
+    out_dir: Path, fleet: list[Cluster], pods: list[Pod], t0: int, days: int, window_end: int
+) -> int:
+    """Hard mode: a daily `kubectl get pods --all-namespaces -o json` snapshot per cluster (a v1
+    List of Pods) under inventory/kube/<cluster>/pods-<date>.json. Container command, args and
+    workingDir and the mounted volumes live only in the pod spec (kube-state-metrics does not export
+    them). Returns the number of files written."""
+    files = 0
+    for cl in fleet:
+        for d in range(days):
+            day_start = t0 + d * SECONDS_PER_DAY
+            day_end = min(day_start + SECONDS_PER_DAY, window_end)
+            alive = [
+                p for p in pods if p.cluster == cl.idx and p.start < day_end and p.end > day_start
+            ]
+            items = [_pod_object(p) for p in sorted(alive, key=lambda p: (p.start, p.seq))]
+            date = datetime.fromtimestamp(day_start, UTC).strftime("%Y-%m-%d")
+            path = out_dir / "inventory" / "kube" / cl.name / f"pods-{date}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            doc = {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {}}
+            path.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
+            files += 1
+    return files
+
+
+def _pod_object(p: Pod) -> dict[str, Any]:
+    """One Pod as the Kubernetes API returns it (the fields a snapshot keeps)."""
+    containers = []
+    for c in p.containers:
+        spec: dict[str, Any] = {"image": c.image, "name": c.name}
+        if c.command:
+            spec["command"] = c.command
+        if c.args:
+            spec["args"] = c.args
+        if c.working_dir:
+            spec["workingDir"] = c.working_dir
+        requests: dict[str, str] = {"cpu": c.cpu, "memory": c.memory}
+        if c.gpus:
+            requests["nvidia.com/gpu"] = str(c.gpus)
+        spec["resources"] = {"requests": requests}
+        containers.append(spec)
+    volumes = [
+        {"name": f"vol-{i}", "persistentVolumeClaim": {"claimName": claim}}
+        for i, claim in enumerate(p.volume_claims)
+    ]
+    labels = {k.removeprefix("label_"): v for k, v in p.labels.items()}
+    labels["app"] = p.app
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "creationTimestamp": _iso(p.start),
+            "labels": dict(sorted(labels.items())),
+            "name": p.name,
+            "namespace": p.namespace,
+            "ownerReferences": [
+                {"controller": True, "kind": p.created_by_kind, "name": p.created_by_name}
+            ],
+            "uid": p.uid,
+        },
+        "spec": {
+            "containers": containers,
+            "nodeName": p.node.name if p.node else None,
+            "volumes": volumes,
+        },
+        "status": {"podIP": p.pod_ip, "startTime": _iso(p.start)},
+    }
+
+
 def _write_org(out_dir: Path) -> Path:
     path = out_dir / "reference" / "org_mapping.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -1907,7 +2064,14 @@ def generate_month(
     for cl in fleet:
         wrng = random.Random(f"{seed}/workload/{cl.name}")
         factory = _PodFactory(
-            wrng, cl, user_team, project_team, step, hard=hard, handoff_at=(t0 + window_end) // 2
+            wrng,
+            cl,
+            user_team,
+            project_team,
+            step,
+            hard=hard,
+            handoff_at=(t0 + window_end) // 2,
+            spec_seed=f"{seed}/specs/{cl.name}",
         )
         arrivals = _cluster_arrivals(factory, cl, t0, window_end, step)
         arrivals_total += len(arrivals)
@@ -1934,6 +2098,7 @@ def generate_month(
 
     if truth_csv is not None:
         _write_truth(Path(truth_csv), fleet, all_pods)
+    spec_files = _write_pod_specs(out_dir, fleet, all_pods, t0, days, window_end) if hard else 0
 
     # Telemetry gap: one node's exporter is down for an hour.
     gap_rng = random.Random(f"{seed}/gap")
@@ -2025,7 +2190,7 @@ def generate_month(
     finally:
         if focus.fh is not None:
             focus.fh.close()
-    files += focus.files
+    files += focus.files + spec_files
 
     return {
         "out_dir": str(out_dir),
