@@ -1,5 +1,7 @@
 -- Everything that could not be used, and why: bill lines one by one (with their money when it parses),
 -- telemetry samples grouped by file, metric and reason. Nothing is dropped without a row here.
+-- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
+-- noqa: disable=RF03
 with
 
 charges as (

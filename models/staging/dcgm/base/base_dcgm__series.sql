@@ -12,6 +12,8 @@
 -- zone takes its rows with it (post-hook). `--full-refresh` reads everything again.
 -- Valid samples are in sampled_epochs / sample_values; the others, each with the reason, in
 -- quarantined_samples (rpt_quarantine lists them).
+-- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
+-- noqa: disable=RF03
 with
 
 source as (

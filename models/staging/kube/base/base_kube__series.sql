@@ -10,6 +10,8 @@
 -- series with its labels and what staging needs of its valid samples (count, first and last time, the
 -- largest value). The samples themselves are kept (typed lists) only for resource requests, whose values
 -- change over time. Incremental over files like base_dcgm__series.
+-- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
+-- noqa: disable=RF03
 with
 
 source as (
