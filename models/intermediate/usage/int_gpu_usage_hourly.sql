@@ -30,9 +30,8 @@
     cast('{{ run_started_at.strftime("%Y-%m-%d %H:%M:%S.%f") }}' as timestamp)
 {%- endset %}
 {%- set max_gap = var('gpucost_max_sample_gap_seconds') %}
-{%- set cutoff -%}
-    {%- if is_incremental() -%}
-        (select least(
+{%- set cutoff_query -%}
+        select cast(least(
             (select coalesce(max(hour_start_epoch), 0) - {{ var('gpucost_lookback_hours') }} * 3600 from {{ this }}),
             (
                 select {{ epoch_hour_floor('(min(first_sampled_epoch) - ' ~ max_gap ~ ')') }}
@@ -68,11 +67,14 @@
                     and known.namespace is not distinct from grown.namespace
                     and known.pod is not distinct from grown.pod
             )
-        ))
-    {%- else -%}
-        0
-    {%- endif -%}
+        ) as bigint)
 {%- endset %}
+{#- the cutoff as a number, found before the model runs, so the filters below reach the sample scans -#}
+{%- if is_incremental() and execute -%}
+    {%- set cutoff = run_query(cutoff_query).columns[0].values()[0] -%}
+{%- else -%}
+    {%- set cutoff = 0 -%}
+{%- endif %}
 
 with
 
