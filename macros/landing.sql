@@ -170,15 +170,31 @@
     {{ return(result.columns[0].values() | list) }}
 {%- endmacro %}
 
-{#- post-hook of the incremental telemetry tables: a file no longer in the landing zone takes its rows with it. -#}
-{% macro delete_unlanded_prometheus_files(relative_dir) -%}
+{#- post-hook of the incremental telemetry tables: a file no longer in the landing zone takes its rows with
+    it, leaving one tombstone row (no size, no samples, loaded now, its first and last sample time) so that
+    int_gpu_usage_hourly recomputes the hours it covered. A file landed again replaces its tombstone. -#}
+{% macro remove_unlanded_prometheus_files(relative_dir) -%}
     {%- set pattern = landing_path(relative_dir) | replace("'", "''") -%}
-    delete from {{ this }}
-    where source_file not in (
-        select file from glob('{{ pattern }}/**/*.json')
-        union all
-        select file from glob('{{ pattern }}/**/*.json.gz')
-    )
+    {%- set unlanded -%}
+        source_file_size is not null
+        and source_file not in (
+            select file from glob('{{ pattern }}/**/*.json')
+            union all
+            select file from glob('{{ pattern }}/**/*.json.gz')
+        )
+    {%- endset -%}
+    insert into {{ this }} by name
+    select
+        source_file,
+        cast('{{ run_started_at.strftime("%Y-%m-%d %H:%M:%S.%f") }}' as timestamp) as loaded_at,
+        true as is_file_without_series,
+        cast(0 as bigint) as sample_count,
+        min(first_sampled_epoch) as first_sampled_epoch,
+        max(last_sampled_epoch) as last_sampled_epoch
+    from {{ this }}
+    where {{ unlanded }}
+    group by source_file;
+    delete from {{ this }} where {{ unlanded }}
 {%- endmacro %}
 
 {#- One row per series of each given query_range file: the file (with its size and modification time),

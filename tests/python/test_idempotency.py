@@ -108,18 +108,19 @@ def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(
 ):
     # the staging tables read each landed file once: a second build reads nothing again; a file
     # re-delivered with other values (day 1, far outside a 6-hour lookback) is read again and its hours
-    # are recomputed; a file that disappears takes its rows with it. The result equals a fresh build.
+    # are recomputed; files that disappear (a whole cluster-day of DCGM) leave only a tombstone row and
+    # their hours are recomputed too. The result equals a fresh build of what is landed then.
     landing = tmp_path / "landing"
     shutil.copytree(generated_warehouse.landing, landing)
     warehouse = tmp_path / "incremental.duckdb"
     lookback = ("--vars", "{gpucost_lookback_hours: 6}")
     assert run_dbt(landing, warehouse, tmp_path, "build", *lookback).returncode == 0
 
-    def loaded(kind: str) -> dict[str, str]:
+    def loaded(kind: str, tombstones: bool = False) -> dict[str, str]:
         with duckdb.connect(str(warehouse), read_only=True) as con:
             rows = con.sql(
                 f"select source_file, min(loaded_at), max(loaded_at) from staging.base_{kind}__series"
-                " group by 1"
+                f" where (source_file_size is null) = {tombstones} group by 1"
             ).fetchall()
         assert all(first == last for _, first, last in rows)
         return {Path(file).relative_to(landing).as_posix(): str(first) for file, first, _ in rows}
@@ -128,14 +129,17 @@ def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(
     assert run_dbt(landing, warehouse, tmp_path, "build", *lookback).returncode == 0
     assert loaded("dcgm") == first_dcgm and loaded("kube") == first_kube
 
-    day_one = sorted(p for p in (landing / "metrics" / "dcgm").glob("*/*") if p.is_dir())[0]
+    clusters = sorted(p for p in (landing / "metrics" / "dcgm").iterdir() if p.is_dir())
+    assert len(clusters) >= 2
+    day_one = sorted(p for p in clusters[0].iterdir() if p.is_dir())[0]
     redelivered = day_one / "DCGM_FI_DEV_GPU_UTIL.json"
     text = redelivered.read_text()
     changed_text = re.sub(r'"([0-9]+)"\]', lambda m: f'"{(int(m[1]) + 37) % 100}"]', text)
     assert changed_text != text
     redelivered.write_text(changed_text)
-    removed = day_one / "DCGM_FI_DEV_POWER_USAGE.json"
-    removed.unlink()
+    removed_day = sorted(p for p in clusters[1].iterdir() if p.is_dir())[0]
+    removed = {p.relative_to(landing).as_posix() for p in removed_day.glob("*.json")}
+    shutil.rmtree(removed_day)
     removed_kube = next((landing / "metrics" / "kube").glob("*/*/kube_node_status_capacity.json"))
     removed_kube.unlink()
 
@@ -144,7 +148,8 @@ def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(
     after_dcgm, after_kube = loaded("dcgm"), loaded("kube")
     changed = {file for file in after_dcgm if after_dcgm[file] != first_dcgm.get(file)}
     assert changed == {redelivered.relative_to(landing).as_posix()}
-    assert set(first_dcgm) - set(after_dcgm) == {removed.relative_to(landing).as_posix()}
+    assert set(first_dcgm) - set(after_dcgm) == removed
+    assert set(loaded("dcgm", tombstones=True)) == removed
     assert set(first_kube) - set(after_kube) == {removed_kube.relative_to(landing).as_posix()}
     assert after_kube == {file: first_kube[file] for file in after_kube}
 

@@ -9,7 +9,7 @@
 -- hpc_job label when present).
 -- Each sample stands for the time until the series' next sample, at most the series' own step when a gap
 -- is longer than gpucost_max_sample_gap_seconds (telemetry missing is not usage).
--- Incremental (by hour, delete+insert): a run recomputes whole hours from the earliest of
+-- Incremental (by hour): a run deletes and recomputes every hour from the earliest of
 --   - the latest hour built minus var gpucost_lookback_hours (72: late rows within three days),
 --   - the first sample of any DCGM or kube file loaded in this invocation (a late or re-delivered file
 --     older than the lookback; base_dcgm__series / base_kube__series load file by file), minus
@@ -24,57 +24,10 @@
     unique_key='usage_hour_key',
     incremental_strategy='delete+insert',
     on_schema_change='fail',
+    pre_hook="{{ delete_usage_hours_to_recompute() }}",
 ) }}
 
-{%- set loaded_now -%}
-    cast('{{ run_started_at.strftime("%Y-%m-%d %H:%M:%S.%f") }}' as timestamp)
-{%- endset %}
-{%- set max_gap = var('gpucost_max_sample_gap_seconds') %}
-{%- set cutoff_query -%}
-        select cast(least(
-            (select coalesce(max(hour_start_epoch), 0) - {{ var('gpucost_lookback_hours') }} * 3600 from {{ this }}),
-            (
-                select {{ epoch_hour_floor('(min(first_sampled_epoch) - ' ~ max_gap ~ ')') }}
-                from {{ ref('base_dcgm__series') }}
-                where loaded_at = {{ loaded_now }}
-            ),
-            (
-                select {{ epoch_hour_floor('(min(first_sampled_epoch) - ' ~ max_gap ~ ')') }}
-                from {{ ref('base_kube__series') }}
-                where loaded_at = {{ loaded_now }}
-            ),
-            (
-                select {{ epoch_hour_floor('min(known.last_seen_epoch)') }}
-                from (
-                    select
-                        cluster_id,
-                        labels['namespace'] as namespace,
-                        labels['pod'] as pod,
-                        max(last_sampled_epoch) as last_seen_epoch
-                    from {{ ref('base_kube__series') }}
-                    where metric_name = 'kube_pod_info' and loaded_at <> {{ loaded_now }}
-                    group by 1, 2, 3
-                ) as known
-                inner join (
-                    select distinct
-                        cluster_id,
-                        labels['namespace'] as namespace,
-                        labels['pod'] as pod
-                    from {{ ref('base_kube__series') }}
-                    where metric_name = 'kube_pod_info' and loaded_at = {{ loaded_now }}
-                ) as grown
-                    on known.cluster_id = grown.cluster_id
-                    and known.namespace is not distinct from grown.namespace
-                    and known.pod is not distinct from grown.pod
-            )
-        ) as bigint)
-{%- endset %}
-{#- the cutoff as a number, found before the model runs, so the filters below reach the sample scans -#}
-{%- if is_incremental() and execute -%}
-    {%- set cutoff = run_query(cutoff_query).columns[0].values()[0] -%}
-{%- else -%}
-    {%- set cutoff = 0 -%}
-{%- endif %}
+{%- set cutoff = usage_hourly_cutoff() %}
 
 with
 

@@ -3,13 +3,13 @@
     unique_key='source_file',
     incremental_strategy='delete+insert',
     on_schema_change='fail',
-    post_hook="{{ delete_unlanded_prometheus_files('metrics/dcgm') }}",
+    post_hook="{{ remove_unlanded_prometheus_files('metrics/dcgm') }}",
 ) }}
 
 -- DCGM exporter series scraped into Prometheus, landed as query_range JSON: one row per file and series,
 -- the labels parsed once per series, the samples as typed lists. Incremental over files: a run reads only
 -- the files not loaded yet or re-delivered since (prometheus_files_to_load); a file gone from the landing
--- zone takes its rows with it (post-hook). `--full-refresh` reads everything again.
+-- zone leaves only a tombstone row (post-hook). `--full-refresh` reads everything again.
 -- Valid samples are in sampled_epochs / sample_values; the others, each with the reason, in
 -- quarantined_samples (rpt_quarantine lists them).
 -- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:

@@ -3,7 +3,7 @@
     unique_key='source_file',
     incremental_strategy='delete+insert',
     on_schema_change='fail',
-    post_hook="{{ delete_unlanded_prometheus_files('metrics/kube') }}",
+    post_hook="{{ remove_unlanded_prometheus_files('metrics/kube') }}",
 ) }}
 
 -- kube-state-metrics series scraped into Prometheus, landed as query_range JSON: one row per file and
