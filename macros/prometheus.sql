@@ -1,4 +1,4 @@
-{#- Label helpers for Prometheus series read by read_prometheus_matrix(). -#}
+{#- Label helpers for Prometheus series read by read_prometheus_series(). -#}
 
 {#- A label's value, null when absent or empty. -#}
 {% macro prom_label(name) -%}

@@ -21,16 +21,13 @@ items as (
 dcgm as (
 
     select * from {{ ref('base_dcgm__samples') }}
-    where quarantine_reason is null
+    where quarantine_reason is null and metric_name = 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'
 
 ),
 
 telemetry_hours as (
 
-    select distinct
-        cluster_id,
-        {{ epoch_hour_floor('sampled_epoch') }} as hour_epoch
-    from dcgm
+    select * from {{ ref('stg_dcgm__telemetry_hours') }}
 
 ),
 

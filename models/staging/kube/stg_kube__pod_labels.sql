@@ -3,8 +3,8 @@ with
 
 source as (
 
-    select * from {{ ref('base_kube__samples') }}
-    where metric_name = 'kube_pod_labels' and quarantine_reason is null
+    select * from {{ ref('base_kube__series') }}
+    where metric_name = 'kube_pod_labels' and sample_count > 0
 
 ),
 
@@ -15,7 +15,7 @@ latest as (
         {{ prom_label('namespace') }} as namespace,
         {{ prom_label('pod') }} as pod,
         {{ prom_label('uid') }} as uid,
-        arg_max(labels, sampled_epoch) as labels
+        arg_max(labels, last_sampled_epoch) as labels
     from source
     group by 1, 2, 3, 4
 
