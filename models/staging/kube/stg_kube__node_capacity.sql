@@ -4,7 +4,8 @@ with
 
 source as (
 
-    select * from {{ ref('base_kube__samples') }}
+    -- depends_on: {{ ref('base_kube__series') }}
+    select * from ({{ kube_series_samples() }}) as kube_samples
     where
         metric_name = 'kube_node_status_capacity'
         and quarantine_reason is null

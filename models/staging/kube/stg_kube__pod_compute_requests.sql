@@ -5,7 +5,8 @@ with
 
 source as (
 
-    select * from {{ ref('base_kube__samples') }}
+    -- depends_on: {{ ref('base_kube__series') }}
+    select * from ({{ kube_series_samples() }}) as kube_samples
     where
         metric_name = 'kube_pod_container_resource_requests'
         and quarantine_reason is null

@@ -6,7 +6,8 @@ with
 
 source as (
 
-    select * from {{ ref('base_kube__samples') }}
+    -- depends_on: {{ ref('base_kube__series') }}
+    select * from ({{ kube_series_samples() }}) as kube_samples
     where metric_name = 'kube_pod_spec_volumes_persistentvolumeclaims_info' and quarantine_reason is null
 
 ),

@@ -8,8 +8,8 @@
 
 -- kube-state-metrics series scraped into Prometheus, landed as query_range JSON: one row per file and
 -- series with its labels and what staging needs of its valid samples (count, first and last time, the
--- largest value). The samples themselves are kept (typed lists) only for resource requests, whose values
--- change over time. Incremental over files like base_dcgm__series.
+-- largest value). The samples themselves are kept (typed lists) only for the series whose every sample
+-- matters (kube_metrics_with_samples: resource requests, pod volume mounts). Incremental over files like base_dcgm__series.
 -- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
 -- noqa: disable=RF03
 with
@@ -94,11 +94,11 @@ final as (
         list_max(list_transform(valid_samples, lambda sample: sample.sampled_epoch)) as last_sampled_epoch,
         list_max(list_transform(valid_samples, lambda sample: sample.sample_value)) as max_sample_value,
         case
-            when metric_name = 'kube_pod_container_resource_requests'
+            when metric_name in ({{ kube_metrics_with_samples() }})
                 then list_transform(valid_samples, lambda sample: sample.sampled_epoch)
         end as sampled_epochs,
         case
-            when metric_name = 'kube_pod_container_resource_requests'
+            when metric_name in ({{ kube_metrics_with_samples() }})
                 then list_transform(valid_samples, lambda sample: sample.sample_value)
         end as sample_values,
         list_transform(
