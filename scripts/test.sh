@@ -32,4 +32,11 @@ echo "== browser for the dashboard test (Debian chromium, playwright-core via np
 bash scripts/install_browser.sh
 
 echo "== pytest"
-.venv/bin/python -m pytest tests/python "$@"
+# GPUCOST_TEST_WORKERS processes (default 2; 1 = no xdist); extra arguments go to pytest
+workers="${GPUCOST_TEST_WORKERS:-2}"
+parallel=()
+if [ "$workers" != 1 ]; then
+    # tests sharing a built warehouse stay on one worker (tests/python/conftest.py)
+    parallel=(-n "$workers" --dist loadgroup)
+fi
+.venv/bin/python -m pytest tests/python "${parallel[@]}" "$@"

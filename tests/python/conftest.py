@@ -91,3 +91,19 @@ def real_focus_warehouse(tmp_path_factory) -> Warehouse:
         "--vars",
         "{gpucost_tag_key_project: application, gpucost_tag_key_team: business_unit}",
     )
+
+
+# Parallel runs (pytest-xdist, `-n 2 --dist loadgroup` in scripts/test.sh): tests sharing a built
+# warehouse run on one worker so each session fixture is built once; other tests go by module, keeping
+# module-scoped fixtures on one worker too.
+_SHARED_BUILDS = ("generated_warehouse", "real_focus_warehouse")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        shared = [name for name in _SHARED_BUILDS if name in getattr(item, "fixturenames", ())]
+        group = shared[0] if shared else item.module.__name__
+        item.add_marker(pytest.mark.xdist_group(group))

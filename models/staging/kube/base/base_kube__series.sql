@@ -9,7 +9,8 @@
 -- kube-state-metrics series scraped into Prometheus, landed as query_range JSON: one row per file and
 -- series with its labels and what staging needs of its valid samples (count, first and last time, the
 -- largest value). The samples themselves are kept (typed lists) only for the series whose every sample
--- matters (kube_metrics_with_samples: resource requests, pod volume mounts). Incremental over files like base_dcgm__series.
+-- matters (kube_metrics_with_samples: resource requests, pod volume mounts). Incremental over files like
+-- base_dcgm__series.
 -- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
 -- noqa: disable=RF03
 with
