@@ -119,3 +119,18 @@ def test_the_month_with_every_source_is_byte_identical_for_a_seed(tmp_path):
     b = digest(generate_month(tmp_path / "b", seed=3, **tiny) and tmp_path / "b")
     assert a == b
     assert any(name.startswith("scheduler/slurm/") for name in a)
+
+
+def test_a_gap_beyond_the_bound_is_flagged_not_counted(generated_month, generated_warehouse):
+    """The generated month's exporter outage (one node, one hour) is listed per GPU in
+    rpt_telemetry_gaps: the sample before it stands for one step (600 s), the hour is not GPU time."""
+    _, summary = generated_month
+    gap = summary["telemetry_gap"]
+    rows = generated_warehouse.sql(
+        "select cluster_id, node_name, gap_seconds, counted_seconds, uncounted_seconds,"
+        " strftime(first_sample_after_at, '%Y-%m-%dT%H:%M:%SZ'), gap_reason"
+        " from marts.rpt_telemetry_gaps"
+    )
+    assert {(r[0], r[1]) for r in rows} == {(gap["cluster"], gap["node"])}
+    assert len(rows) == 8  # every GPU of the node
+    assert {r[2:] for r in rows} == {(4200, 600, 3600, gap["end"], "telemetry_gap_beyond_900s")}
