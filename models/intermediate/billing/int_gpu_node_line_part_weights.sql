@@ -29,16 +29,24 @@ prices as (
 
 ),
 
+classified as (
+
+    select * from {{ ref('int_bill_lines_classified') }}
+
+),
+
 nodes as (
 
     select
         lines.charge_id,
+        classified.cost_component,
         lines.capacity_gpu_ms,
         coalesce(nullif(node_capacity.gpu_capacity, 0), gpu_nodes.gpu_count) as node_gpus,
         gpu_nodes.gpu_model,
         node_capacity.cpu_cores,
         node_capacity.memory_bytes
     from lines
+    inner join classified on lines.charge_id = classified.charge_id
     left join node_capacity on lines.node_id = node_capacity.node_id
     left join gpu_nodes on lines.node_id = gpu_nodes.node_id
 
@@ -70,7 +78,9 @@ splittable as (
         '{{ var("gpucost_node_cost_split") }}' = 'list_price'
         and node_gpus > 0 and cpu_cores > 0 and memory_bytes > 0
         -- the parts' capacities are the node's observed time: a line without telemetry stays whole
-        and capacity_gpu_ms > 0 as is_split
+        and capacity_gpu_ms > 0
+        -- only the compute a node sells is GPU, CPU and memory: its power, licences and fees stay whole
+        and cost_component = 'compute_gpu' as is_split
     from priced
 
 ),

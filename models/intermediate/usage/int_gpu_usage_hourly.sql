@@ -290,13 +290,28 @@ request_gaps as (
 
 ),
 
+request_series_gaps as (
+
+    -- a request series' step from all its samples, not only those after the cutoff: a pod with one sample
+    -- left in the window must not fall back to the default step (an incremental run equals a full one)
+    select
+        workload_id,
+        container,
+        lead(sampled_epoch) over (
+            partition by workload_id, container order by sampled_epoch
+        ) - sampled_epoch as gap_seconds
+    from {{ ref('stg_kube__pod_gpu_requests') }}
+    where workload_id in (select request_gaps.workload_id from request_gaps)
+
+),
+
 request_steps as (
 
     select
         workload_id,
         container,
         min(case when gap_seconds > 0 then gap_seconds end) as step_seconds
-    from request_gaps
+    from request_series_gaps
     group by 1, 2
 
 ),
