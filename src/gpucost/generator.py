@@ -435,6 +435,46 @@ def _uuid(rng: random.Random) -> str:
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) % 4]}{h[17:20]}-{h[20:]}"
 
 
+def _gpu_uuid(rng: random.Random) -> str:
+    """A GPU UUID as nvidia-smi and the DCGM exporter print it: GPU-8-4-4-4-12 hex."""
+    h = _hex(rng, 32)
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _gpu_labels(
+    cl: Cluster, node: str, ip: str, itype: InstanceType, g: int, uuid: str
+) -> dict[str, str]:
+    """The DCGM exporter's labels of GPU ``g`` of a Kubernetes node."""
+    return {
+        "DCGM_FI_DRIVER_VERSION": DRIVER_VERSION,
+        cl.hostname_label: node,
+        "UUID": uuid,
+        "cluster": cl.name,
+        "device": f"nvidia{g}",
+        "gpu": str(g),
+        "instance": f"{ip}:{DCGM_PORT}",
+        "job": "dcgm-exporter",
+        "modelName": itype.gpu_model,
+        "pci_bus_id": itype.pci_bus_ids[g],
+    }
+
+
+def _node_info_labels(
+    cl: Cluster, node: str, ip: str, zone: str, instance_id: str
+) -> dict[str, str]:
+    """kube_node_info's labels of a node of ``cl``."""
+    return {
+        "cluster": cl.name,
+        "container_runtime_version": "containerd://1.7.22",
+        "internal_ip": ip,
+        "kernel_version": "5.10.225-213.878.amzn2.x86_64",
+        "kubelet_version": "v1.30.4-eks-a737599" if cl.idx % 2 == 0 else "v1.31.0-eks-a737599",
+        "node": node,
+        "os_image": "Amazon Linux 2",
+        "provider_id": f"aws:///{zone}/{instance_id}",
+    }
+
+
 def _suffix(rng: random.Random, n: int) -> str:
     return "".join(rng.choice(K8S_ALNUM) for _ in range(n))
 
@@ -551,39 +591,17 @@ def _build_fleet(
         join = t0 + late_offset_h * 3600 if i == late_node else t0
         gpus = []
         for g in range(GPUS_PER_NODE):
-            h = _hex(rng, 32)
-            uuid = f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-            labels = {
-                "DCGM_FI_DRIVER_VERSION": DRIVER_VERSION,
-                cl.hostname_label: name,
-                "UUID": uuid,
-                "cluster": cl.name,
-                "device": f"nvidia{g}",
-                "gpu": str(g),
-                "instance": f"{ip}:{DCGM_PORT}",
-                "job": "dcgm-exporter",
-                "modelName": itype.gpu_model,
-                "pci_bus_id": itype.pci_bus_ids[g],
-            }
+            uuid = _gpu_uuid(rng)
             gpus.append(
                 Gpu(
                     index=g,
                     uuid=uuid,
                     idle_w=itype.idle_watts + rng.uniform(-4.0, 6.0),
                     idle_fb=str(rng.choice((0, 1, 1, 3, 5))),
-                    labels=labels,
+                    labels=_gpu_labels(cl, name, ip, itype, g, uuid),
                 )
             )
-        info_labels = {
-            "cluster": cl.name,
-            "container_runtime_version": "containerd://1.7.22",
-            "internal_ip": ip,
-            "kernel_version": "5.10.225-213.878.amzn2.x86_64",
-            "kubelet_version": "v1.30.4-eks-a737599" if cl.idx % 2 == 0 else "v1.31.0-eks-a737599",
-            "node": name,
-            "os_image": "Amazon Linux 2",
-            "provider_id": f"aws:///{zone}/{instance_id}",
-        }
+        info_labels = _node_info_labels(cl, name, ip, zone, instance_id)
         cl.nodes.append(
             Node(
                 idx=i,
@@ -1087,31 +1105,10 @@ def _add_shared_gpu_node(cluster: Cluster, rng: random.Random, idx: int, t0: int
     instance_id = "i-0" + _hex(rng, 16)
     gpus = []
     for g in range(GPUS_PER_NODE):
-        h = _hex(rng, 32)
-        labels = {
-            "DCGM_FI_DRIVER_VERSION": DRIVER_VERSION,
-            cluster.hostname_label: name,
-            "UUID": f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}",
-            "cluster": cluster.name,
-            "device": f"nvidia{g}",
-            "gpu": str(g),
-            "instance": f"{ip}:{DCGM_PORT}",
-            "job": "dcgm-exporter",
-            "modelName": itype.gpu_model,
-            "pci_bus_id": itype.pci_bus_ids[g],
-        }
-        gpus.append(Gpu(index=g, uuid=labels["UUID"], idle_w=itype.idle_watts, idle_fb="0",
-                        labels=labels))  # fmt: skip
-    info = {
-        "cluster": cluster.name,
-        "container_runtime_version": "containerd://1.7.22",
-        "internal_ip": ip,
-        "kernel_version": "5.10.225-213.878.amzn2.x86_64",
-        "kubelet_version": "v1.30.4-eks-a737599",
-        "node": name,
-        "os_image": "Amazon Linux 2",
-        "provider_id": f"aws:///{zone}/{instance_id}",
-    }
+        uuid = _gpu_uuid(rng)
+        gpus.append(Gpu(index=g, uuid=uuid, idle_w=itype.idle_watts, idle_fb="0",
+                        labels=_gpu_labels(cluster, name, ip, itype, g, uuid)))  # fmt: skip
+    info = _node_info_labels(cluster, name, ip, zone, instance_id)
     node = Node(idx=idx, cluster=cluster.idx, name=name, ip=ip, instance_id=instance_id, zone=zone,
                 itype=itype, join=t0, gpus=gpus, info_labels=info, reserved=True)  # fmt: skip
     cluster.nodes.append(node)
