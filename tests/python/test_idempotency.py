@@ -103,12 +103,6 @@ def test_an_incremental_run_with_late_telemetry_equals_a_full_refresh(
     assert fingerprints(warehouse) == fingerprints(generated_warehouse.path)
 
 
-@pytest.mark.xfail(
-    reason="known bug, open in issue 8: after a re-delivered or removed telemetry file, the incremental "
-    "build's intermediate.int_workload_features differs from a fresh build's (every other table is equal); "
-    "found when the attribution features and the file-incremental staging met on main",
-    strict=False,
-)
 def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(
     generated_warehouse, tmp_path
 ):

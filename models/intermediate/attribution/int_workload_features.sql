@@ -103,7 +103,9 @@ hourly as (
         usage.hour_start_epoch,
         max(nodes.gpu_model) as gpu_model,
         sum(usage.gpu_count) as gpu_count,
-        100.0 * sum(usage.used_gpu_ms) / nullif(sum(usage.gpu_ms), 0) as util_pct
+        -- utilisation in integer micro-percent: the summary below is then exact integer arithmetic
+        cast(round(100000000.0 * sum(usage.used_gpu_ms) / nullif(sum(usage.gpu_ms), 0)) as bigint)
+            as util_micro_pct
     from usage
     left join nodes on usage.cluster_id || '/' || usage.node_name = nodes.node_id
     group by 1, 2
@@ -118,11 +120,21 @@ usage_summary as (
         max(hour_start_epoch) + 3600 as last_hour_end_epoch,
         max(gpu_model) as gpu_model,
         max(gpu_count) as gpu_count,
-        -- rounded: a float sum's last bits depend on the order rows arrive in, and the same inputs
-        -- must give the same features (and so the same model) on every build
-        round(avg(util_pct), 6) as util_mean,
-        round(quantile_cont(util_pct, 0.95), 6) as util_p95,
-        round(stddev_pop(util_pct) / nullif(avg(util_pct), 0), 6) as util_burstiness
+        -- exact sums of integers, then one division each: a float sum's last bits depend on the order
+        -- rows arrive in (85.2984375 rounded to 85.298437 on one build and 85.298438 on the next), and
+        -- the same inputs must give the same features (and so the same model) on every build;
+        -- burstiness (stddev / mean) is sqrt(n * sum(x^2) - sum(x)^2) / sum(x)
+        round(cast(sum(util_micro_pct) as double) / count(util_micro_pct) / 1000000, 6) as util_mean,
+        round(quantile_cont(util_micro_pct, 0.95) / 1000000, 6) as util_p95,
+        round(
+            sqrt(cast(
+                count(util_micro_pct) * sum(cast(util_micro_pct as hugeint) * util_micro_pct)
+                - sum(cast(util_micro_pct as hugeint)) * sum(cast(util_micro_pct as hugeint))
+                as double
+            ))
+            / nullif(cast(sum(util_micro_pct) as double), 0),
+            6
+        ) as util_burstiness
     from hourly
     group by 1
 

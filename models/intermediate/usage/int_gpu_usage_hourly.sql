@@ -234,12 +234,31 @@ gpu_gaps as (
 
 ),
 
+gpu_series_gaps as (
+
+    -- a slot's step from all its samples, not only those after the cutoff: a slot with one sample left in
+    -- the window must not fall back to the default step (an incremental run equals a full one)
+    select
+        gpu_slot_id,
+        lead(sampled_epoch) over (
+            partition by gpu_slot_id order by sampled_epoch
+        ) - sampled_epoch as gap_seconds
+    from (
+        select distinct
+            gpu_slot_id,
+            sampled_epoch
+        from {{ ref('stg_dcgm__gpu_samples') }}
+        where gpu_slot_id in (select gpu_times.gpu_slot_id from gpu_times)
+    )
+
+),
+
 gpu_steps as (
 
     select
         gpu_slot_id,
         min(case when gap_seconds > 0 then gap_seconds end) as step_seconds
-    from gpu_gaps
+    from gpu_series_gaps
     group by 1
 
 ),
