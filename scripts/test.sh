@@ -32,8 +32,8 @@ echo "== browser for the dashboard test (Debian chromium, playwright-core via np
 bash scripts/install_browser.sh
 
 echo "== pytest"
-# GPUCOST_TEST_WORKERS processes (default 1; 2 = pytest-xdist, loadgroup); extra arguments go to pytest
-workers="${GPUCOST_TEST_WORKERS:-1}"
+# GPUCOST_TEST_WORKERS processes (default 2 = pytest-xdist, loadgroup; 1 = serial); extra arguments go to pytest
+workers="${GPUCOST_TEST_WORKERS:-2}"
 parallel=()
 if [ "$workers" != 1 ]; then
     # tests sharing a built warehouse stay on one worker (tests/python/conftest.py)
