@@ -161,21 +161,79 @@
     ]) }}
 {%- endmacro %}
 
-{#- Prometheus /api/v1/query_range responses (resultType matrix), one sample per row:
-    the file, the series' labels as a map, the sample's unix time and its value as text. -#}
-{% macro read_prometheus_matrix(relative_dir) -%}
-    {{ return(adapter.dispatch('read_prometheus_matrix', 'gpucost')(relative_dir)) }}
+{#- Prometheus /api/v1/query_range responses (resultType matrix) under a landing folder, read file by file
+    into incremental tables (base_dcgm__series, base_kube__series). -#}
+
+{#- The landed Prometheus files an incremental table still has to read: on a full build every file; on an
+    incremental run the files not loaded yet and the files re-delivered since (size or modification time
+    differs from what was loaded: the table's rows of such a file are replaced, delete+insert on
+    source_file). Only file metadata is read here, never the bytes. -#}
+{% macro prometheus_files_to_load(relative_dir) -%}
+    {%- set files = landing_files(relative_dir ~ '/**/*.json') + landing_files(relative_dir ~ '/**/*.json.gz') -%}
+    {%- if not files or not is_incremental() -%}{{ return(files) }}{%- endif -%}
+    {%- set result = run_query(
+        "select landed.filename from read_blob(" ~ sql_string_list(files) ~ ") as landed"
+        ~ " left join (select distinct source_file, source_file_size, source_file_modified_at from "
+        ~ this ~ ") as loaded on landed.filename = loaded.source_file"
+        ~ " and landed.size = loaded.source_file_size"
+        ~ " and cast(landed.last_modified as timestamp) = loaded.source_file_modified_at"
+        ~ " where loaded.source_file is null order by 1"
+    ) -%}
+    {{ return(result.columns[0].values() | list) }}
 {%- endmacro %}
 
-{% macro default__read_prometheus_matrix(relative_dir) -%}
-    {%- set files = landing_files(relative_dir ~ '/**/*.json') + landing_files(relative_dir ~ '/**/*.json.gz') -%}
+{#- post-hook of the incremental telemetry tables: a file no longer in the landing zone takes its rows with
+    it, leaving one tombstone row (no size, no samples, loaded now, its first and last sample time) so that
+    int_gpu_usage_hourly recomputes the hours it covered. A file landed again replaces its tombstone. -#}
+{% macro remove_unlanded_prometheus_files(relative_dir) -%}
+    {%- set pattern = landing_path(relative_dir) | replace("'", "''") -%}
+    {%- set unlanded -%}
+        source_file_size is not null
+        and source_file not in (
+            select file from glob('{{ pattern }}/**/*.json')
+            union all
+            select file from glob('{{ pattern }}/**/*.json.gz')
+        )
+    {%- endset -%}
+    insert into {{ this }} by name
+    select
+        source_file,
+        cast('{{ run_started_at.strftime("%Y-%m-%d %H:%M:%S.%f") }}' as timestamp) as loaded_at,
+        true as is_file_without_series,
+        cast(0 as bigint) as sample_count,
+        min(first_sampled_epoch) as first_sampled_epoch,
+        max(last_sampled_epoch) as last_sampled_epoch
+    from {{ this }}
+    where {{ unlanded }}
+    group by source_file;
+    delete from {{ this }} where {{ unlanded }}
+{%- endmacro %}
+
+{#- One row per series of each given query_range file: the file (with its size and modification time),
+    the series' labels as a map and its samples as [unix time, value text] pairs, as Prometheus wrote them.
+    A file without a usable series (status not success, resultType not matrix, no result) still gives one
+    row with null labels, so an incremental table knows it has been read. -#}
+{% macro read_prometheus_series(files) -%}
     {%- if files %}
-    with responses as (
+    with
+
+    landed as (
 
         select
             filename,
+            size as source_file_size,
+            cast(last_modified as timestamp) as source_file_modified_at
+        from read_blob({{ sql_string_list(files) }})
+
+    ),
+
+    responses as (
+
+        select
+            filename,
+            status,
             data.resultType as result_type,
-            unnest(data.result) as series
+            data.result as result
         from read_json(
             {{ sql_string_list(files) }},
             format = 'auto',
@@ -188,34 +246,38 @@
                 data: 'struct(resultType string, result struct(metric map(string, string), "values" string[][])[])'
             }
         )
-        where status = 'success'
 
     ),
 
-    samples as (
+    series as (
 
         select
             filename,
-            result_type,
-            series.metric as labels,
-            unnest(series."values") as sample
+            unnest(
+                case
+                    when status = 'success' and result_type = 'matrix' and len(result) > 0 then result
+                    else [null]
+                end
+            ) as series
         from responses
 
     )
 
     select
-        filename,
-        labels,
-        cast(sample[1] as double) as sampled_epoch,
-        sample[2] as sample_value
-    from samples
-    where result_type = 'matrix'
+        landed.filename,
+        landed.source_file_size,
+        landed.source_file_modified_at,
+        series.series.metric as labels,
+        series.series."values" as samples
+    from series
+    inner join landed on series.filename = landed.filename
     {%- else %}
     select
-        cast(null as string) as filename,
-        cast(null as map(string, string)) as labels,
-        cast(null as double) as sampled_epoch,
-        cast(null as string) as sample_value
+        cast(null as varchar) as filename,
+        cast(null as bigint) as source_file_size,
+        cast(null as timestamp) as source_file_modified_at,
+        cast(null as map(varchar, varchar)) as labels,
+        cast(null as varchar[][]) as samples
     where false
     {%- endif %}
 {%- endmacro %}

@@ -1,4 +1,4 @@
-{#- Label helpers for Prometheus series read by read_prometheus_matrix(). -#}
+{#- Label helpers for Prometheus series read by read_prometheus_series(). -#}
 
 {#- A label's value, null when absent or empty. -#}
 {% macro prom_label(name) -%}
@@ -49,4 +49,27 @@
             then least(try_cast(regexp_extract({{ profile }}, '^([0-9]+)g', 1) as double) / {{ slices }}, 1.0)
         else 1.0
     end
+{%- endmacro %}
+
+{#- kube-state-metrics series whose samples base_kube__series keeps one by one (typed lists): their values
+    or presence change over time and staging counts time from them. Other series keep first / last time
+    and the largest value. -#}
+{% macro kube_metrics_with_samples() -%}
+    'kube_pod_container_resource_requests', 'kube_pod_spec_volumes_persistentvolumeclaims_info'
+{%- endmacro %}
+
+{#- The kube samples as rows (cluster_id, metric_name, labels, source_file, sampled_epoch, sample_value,
+    quarantine_reason null): every sample of the series in kube_metrics_with_samples, and for the others
+    their first and last sample time with the largest value (what "as last seen" / capacity need). -#}
+{% macro kube_series_samples() -%}
+    select
+        cluster_id,
+        metric_name,
+        labels,
+        source_file,
+        unnest(coalesce(sampled_epochs, [first_sampled_epoch, last_sampled_epoch])) as sampled_epoch,
+        unnest(coalesce(sample_values, [max_sample_value, max_sample_value])) as sample_value,
+        cast(null as varchar) as quarantine_reason
+    from {{ ref('base_kube__series') }}
+    where sample_count > 0
 {%- endmacro %}

@@ -3,7 +3,6 @@
 # lazy narwhals core on DuckDB and local PySpark), the generator, end-to-end dbt builds (generated month,
 # the real FOCUS sample, tamper tests, dbt unit tests and data tests), and the SQL layer on local Spark
 # (the `spark` target, docs/spark.md). Sets up .venv from the project's own files if needed.
-# pytest runs on GPUCOST_TEST_WORKERS processes (default 2; 1 = no xdist); extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -34,6 +33,7 @@ echo "== browser for the dashboard test (Debian chromium, playwright-core via np
 bash scripts/install_browser.sh
 
 echo "== pytest"
+# GPUCOST_TEST_WORKERS processes (default 2 = pytest-xdist, loadgroup; 1 = serial); extra arguments go to pytest
 workers="${GPUCOST_TEST_WORKERS:-2}"
 parallel=()
 if [ "$workers" != 1 ]; then

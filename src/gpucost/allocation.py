@@ -76,37 +76,58 @@ def prorate_node_lines(
     """Prorate each GPU node line across the workloads that ran on the node in its period.
 
     ``lines``: ``charge_id``, ``billed_cost``, ``effective_cost``, ``capacity_gpu_ms`` (the
-    GPU-milliseconds the node offered in the line's period, from telemetry).
-    ``usages``: ``charge_id``, ``workload_id``, ``requested_gpu_ms``, ``used_gpu_ms``.
+    GPU-milliseconds the node offered in the line's period, from telemetry), optionally
+    ``allocation_ratio`` (the share of the bill line these amounts are, default 1),
+    ``gpu_allocation_basis`` (the line's pool basis, default ``basis``) and
+    ``complexity_weighting`` (weight workloads by their task complexity, default false).
+    ``usages``: ``charge_id``, ``workload_id``, ``requested_gpu_ms``, ``used_gpu_ms``,
+    optionally ``complexity_weight`` (``Decimal``, default 1).
 
     Each workload gets the share ``weight / max(capacity, sum of weights)`` of the line
     (``usage`` rows, with ``utilised_cost``: the part matching its busy GPU time, see
     :func:`utilised_share`); what no workload took is one ``idle`` row (``workload_id`` None) for
-    :func:`spread_idle`. A line with neither capacity nor usage is one ``unallocated`` row
+    :func:`spread_idle`. With complexity weighting the workloads' part of the line (not the
+    idle) is shared by ``weight x complexity_weight`` instead, and the basis is recorded as
+    ``<basis>*complexity``. A line with neither capacity nor usage is one ``unallocated`` row
     with the reason ``no_gpu_telemetry``. Shares of each line sum exactly to the line.
     """
     if basis not in BASES:
         raise ValueError(f"unknown allocation basis {basis!r}; expected one of {BASES}")
-    by_line: dict[str, dict[str, int]] = defaultdict(dict)
-    used_by_line: dict[str, dict[str, int]] = defaultdict(dict)
+    by_line: dict[str, list[Row]] = defaultdict(list)
     for usage in usages:
-        weight = basis_weight(usage.get("requested_gpu_ms"), usage.get("used_gpu_ms"), basis)
-        if weight > 0:
-            workloads = by_line[usage["charge_id"]]
-            workloads[usage["workload_id"]] = workloads.get(usage["workload_id"], 0) + weight
-            used = used_by_line[usage["charge_id"]]
-            used[usage["workload_id"]] = used.get(usage["workload_id"], 0) + int(
-                usage.get("used_gpu_ms") or 0
-            )
+        by_line[usage["charge_id"]].append(usage)
 
     out: list[Row] = []
     for line in lines:
         charge_id = line["charge_id"]
-        workloads = by_line.get(charge_id, {})
+        line_basis = line.get("gpu_allocation_basis") or basis
+        if line_basis not in BASES:
+            raise ValueError(
+                f"unknown allocation basis {line_basis!r} on line {charge_id};"
+                f" expected one of {BASES}"
+            )
+        weighting = bool(line.get("complexity_weighting"))
+        workloads: dict[str, int] = {}
+        used_of: dict[str, int] = {}
+        complexity: dict[str, int] = {}
+        for usage in by_line.get(charge_id, ()):
+            weight = basis_weight(
+                usage.get("requested_gpu_ms"), usage.get("used_gpu_ms"), line_basis
+            )
+            if weight > 0:
+                workload = usage["workload_id"]
+                workloads[workload] = workloads.get(workload, 0) + weight
+                used_of[workload] = used_of.get(workload, 0) + int(usage.get("used_gpu_ms") or 0)
+                complexity[workload] = _complexity_units(usage.get("complexity_weight"))
         used_total = sum(workloads.values())
         capacity = int(line.get("capacity_gpu_ms") or 0)
         idle = max(capacity - used_total, 0)
-        base: Row = {"charge_id": charge_id, "allocation_basis": basis}
+        # a part of a line (its GPU part, see gpucost.node_parts) carries its share of the line
+        ratio_units = (
+            UNIT if line.get("allocation_ratio") is None else to_units(line["allocation_ratio"])
+        )
+        recorded_basis = f"{line_basis}*complexity" if weighting else line_basis
+        base: Row = {"charge_id": charge_id, "allocation_basis": recorded_basis}
         if used_total + idle == 0:
             out.append(
                 base
@@ -119,17 +140,35 @@ def prorate_node_lines(
                     "utilised_cost": from_units(0),
                     "billed_cost": line["billed_cost"],
                     "effective_cost": line["effective_cost"],
-                    "allocation_ratio": _ratio(UNIT),
+                    "allocation_ratio": _ratio(ratio_units),
                 }
             )
             continue
         weights: dict[tuple[str, ...], int] = {(w,): v for w, v in workloads.items()}
         if idle:
             weights[_IDLE] = idle
-        parts = _split_row(line["billed_cost"], line["effective_cost"], UNIT, weights)
+        if weighting and workloads:
+            # the idle part is sized by GPU time; the workloads' part is shared by weighted time
+            halves = _split_row(
+                line["billed_cost"],
+                line["effective_cost"],
+                ratio_units,
+                {"work": used_total, "idle": idle},
+            )
+            work_billed, work_effective, work_ratio = halves["work"]
+            parts = _split_row(
+                work_billed,
+                work_effective,
+                to_units(work_ratio),
+                {(w,): v * complexity[w] for w, v in workloads.items()},
+            )
+            if idle:
+                parts[_IDLE] = halves["idle"]
+        else:
+            parts = _split_row(line["billed_cost"], line["effective_cost"], ratio_units, weights)
         for key, (billed, effective, ratio) in sorted(parts.items()):
             is_idle = key == _IDLE
-            used = 0 if is_idle else used_by_line[charge_id].get(key[0], 0)
+            used = 0 if is_idle else used_of.get(key[0], 0)
             out.append(
                 base
                 | {
@@ -145,6 +184,16 @@ def prorate_node_lines(
                 }
             )
     return out
+
+
+def _complexity_units(weight: Decimal | int | float | str | None) -> int:
+    """A task-complexity weight in millionths (1.5 -> 1,500,000); missing -> 1. Must be positive."""
+    if weight is None:
+        return 1_000_000
+    units = int((Decimal(str(weight)) * 1_000_000).to_integral_value())
+    if units <= 0:
+        raise ValueError(f"complexity weight must be positive, got {weight!r}")
+    return units
 
 
 def utilised_share(cost: Decimal, used_gpu_ms: int, basis_gpu_ms: int) -> Decimal:

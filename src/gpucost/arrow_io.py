@@ -29,6 +29,36 @@ PRORATED_SCHEMA = pa.schema(
     ]
 )
 
+# The GPU / CPU / memory parts of GPU node lines (gpucost.node_parts.split_line_parts).
+LINE_PARTS_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("resource_part", pa.string()),
+        ("part_weight", pa.int64()),
+        ("capacity_units", pa.int64()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+    ]
+)
+
+# The CPU and memory parts allocated (gpucost.node_parts.prorate_compute_parts).
+COMPUTE_PRORATED_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("resource_part", pa.string()),
+        ("workload_id", pa.string()),
+        ("allocation_kind", pa.string()),
+        ("recipient", pa.string()),
+        ("allocation_basis", pa.string()),
+        ("basis_units", pa.int64()),
+        ("unallocated_reason", pa.string()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+    ]
+)
+
 IDLE_SPREAD_SCHEMA = pa.schema(
     [
         ("charge_id", pa.string()),
@@ -58,10 +88,28 @@ SHARED_SPREAD_SCHEMA = pa.schema(
     ]
 )
 
-# One row per workload the learned attribution model scored (int_workload_attribution_predictions /
-# _holdout). Probabilities are not money: doubles, rounded to 6 decimals by gpucost.attribution.
+# Storage lines split over the pods that held the volume's claim
+# (gpucost.storage.allocate_volume_lines).
+VOLUME_CLAIM_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("workload_id", pa.string()),
+        ("allocation_kind", pa.string()),
+        ("unallocated_reason", pa.string()),
+        ("allocation_basis", pa.string()),
+        ("mounted_ms", pa.int64()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+    ]
+)
+
+# One row per workload the learned attribution model scored (int_workload_attribution_scores: the
+# undeclared workloads and the hold-out, scored_set). Probabilities are not money: doubles, rounded
+# to 6 decimals by gpucost.attribution.
 ATTRIBUTION_SCHEMA = pa.schema(
     [
+        ("scored_set", pa.string()),
         ("workload_id", pa.string()),
         ("predicted_project_id", pa.string()),
         ("attribution_confidence", pa.float64()),
@@ -74,6 +122,7 @@ ATTRIBUTION_SCHEMA = pa.schema(
         ("attribution_signals", pa.string()),
         ("true_project_id", pa.string()),
         ("model_training_workloads", pa.int64()),
+        ("model_calibration_workloads", pa.int64()),
         ("model_calibration", pa.string()),
     ]
 )

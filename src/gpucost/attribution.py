@@ -6,13 +6,20 @@ overrides) in a trailing window, retrained on every build. Pure functions: no db
 
 Signals (the four families of the design brief), one feature dict per workload:
 
-* code fingerprints: image repository, tag family and digest, tokens of the pod / job / app names
-  (Slurm SubmitLine / WorkDir / JobName tokens can join as the same ``tok=`` features later);
+* code fingerprints: image repository, tag family and digest, tokens of the pod / job / app names,
+  of the launch line (container command + args from the pod spec, or a Slurm SubmitLine), working
+  directory and mounted volume claims;
 * resource patterns: GPU count and model, duration, GPU utilisation mean / p95 / burstiness;
 * temporal relationships: the project of the same user's / namespace's / job family's previous
-  labelled workload, the job that ended just before on the same user's account (pipelines), the
-  hour of day and day of week;
+  known workload, the job that ended just before on the same user's account (pipelines), the
+  earlier job whose output this one reads (lineage: its name in this one's paths), the hour of day
+  and day of week;
 * user behaviour: the user's and the namespace's project mix so far.
+
+One training per build (:func:`attribute`): a regression fitted on the older labelled workloads,
+measured and calibrated (top-label Platt scaling shrunk toward the identity) on the newest ones,
+then continued on them. Labelled workloads are shown to the model as the targets look (user / team
+labels masked as often as the targets lack them: :func:`masked`).
 
 History features only read labels of workloads that **started strictly earlier** (never the
 workload's own label, never the future): :func:`history_features` is leakage-free by construction,
@@ -24,6 +31,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
+import random
 import re
 import warnings
 from collections import Counter, defaultdict
@@ -32,17 +40,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sklearn.calibration import CalibratedClassifierCV
+from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction import DictVectorizer
-from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
 
 __all__ = [
+    "Attribution",
     "AttributionModel",
     "Prediction",
     "QualityReport",
+    "attribute",
+    "attribution_rows",
+    "calibration_weights",
+    "continue_training",
+    "cross_fitted_confidences",
     "evaluate",
     "fit",
     "history_features",
@@ -62,7 +74,8 @@ _DIGITS = re.compile(r"\d+")
 PIPELINE_GAP_SECONDS = 2 * 3600
 _C = 1.0  # inverse L2 strength of the logistic regression
 _MAX_ITER = 200
-_HOLDOUT_MIN = 5000  # from this many training workloads on, calibrate on the newest 20 %
+_CAL_PRIOR = 50.0  # pseudo-workloads of evidence for the identity calibration map
+_CAL_MIN = 30  # fewest hold-out workloads to calibrate on (else raw probabilities, said so)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,14 +97,25 @@ class Prediction:
 
 @dataclass
 class AttributionModel:
-    """A fitted pipeline and what it was fitted on."""
+    """A fitted regression, its confidence calibration and what they were fitted on."""
 
     vectorizer: DictVectorizer
-    classifier: CalibratedClassifierCV
+    classifier: LogisticRegression
+    calibrator: TopLabelCalibrator | None
     classes: tuple[str, ...]
     training_workloads: int
     calibration: str
     coefficients: np.ndarray = field(repr=False)
+    # (raw first-candidate probability, was it right, weight) of each calibration workload
+    calibration_set: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(
+        default=None, repr=False
+    )
+    # the checkpoint's training matrix, until training continues on the hold-out
+    training_data: tuple[Any, np.ndarray] | None = field(default=None, repr=False)
+
+    @property
+    def calibration_workloads(self) -> int:
+        return 0 if self.calibration_set is None else len(self.calibration_set[0])
 
 
 def known_projects(
@@ -154,9 +178,27 @@ def static_features(record: Mapping[str, Any], known_projects: Sequence[str]) ->
         f[f"tok={tok}"] = 1.0
     for tok in tokens(record.get("image_repository")):
         f[f"img_tok={tok}"] = 1.0
+    # how the work was launched: a container's command + args or a Slurm SubmitLine (script, config,
+    # data and checkpoint paths), its working directory, the volume claims it mounts
+    for tok in tokens(record.get("command_line")):
+        f[f"cmd={tok}"] = 1.0
+    for tok in tokens(record.get("working_dir")):
+        f[f"dir={tok}"] = 1.0
+    for tok in tokens(record.get("volume_claims")):
+        f[f"vol={tok}"] = 1.0
+    if record.get("partition_name"):
+        cat("partition", record.get("partition_name"))
     names = " ".join(
         str(record.get(k) or "")
-        for k in ("pod", "created_by_name", "label_app", "image_repository")
+        for k in (
+            "pod",
+            "created_by_name",
+            "label_app",
+            "image_repository",
+            "command_line",
+            "working_dir",
+            "volume_claims",
+        )
     ).lower()
     for project in known_projects:
         if project and project in names:
@@ -179,6 +221,16 @@ def static_features(record: Mapping[str, Any], known_projects: Sequence[str]) ->
         if value is not None:
             f[name] = min(max(value, 0.0), 100.0) / 100.0 if name != "util_burstiness" else value
     return f
+
+
+_PATH_PART = re.compile(r"[\s/=:,]+")
+
+
+def references(record: Mapping[str, Any]) -> set[str]:
+    """Path segments of the launch line and working directory: where a workload names another's
+    output (``--model s3://.../exp-3fa2c/final`` names the training job exp-3fa2c)."""
+    text = " ".join(str(record.get(k) or "") for k in ("command_line", "working_dir"))
+    return {part for part in _PATH_PART.split(text.lower()) if part}
 
 
 def _family(record: Mapping[str, Any]) -> str:
@@ -205,6 +257,7 @@ def history_features(
     ns_last: dict[str, str] = {}
     family_last: dict[str, str] = {}
     user_ended: dict[str, tuple[float, str]] = {}
+    owner_project: dict[str, str] = {}  # exact job / owner name -> its project
     out: dict[str, dict[str, float]] = {}
     pending: list[Mapping[str, Any]] = []
     pending_start: float | None = None
@@ -220,6 +273,8 @@ def history_features(
             user_last[user] = project
             ns_last[ns] = project
             family_last[_family(r)] = project
+            if r.get("created_by_name"):
+                owner_project[str(r["created_by_name"]).lower()] = project
             start = _num(r.get("started_epoch")) or 0.0
             end = start + 3600.0 * (_num(r.get("duration_hours")) or 0.0)
             if end >= user_ended.get(user, (-math.inf, ""))[0]:
@@ -233,20 +288,26 @@ def history_features(
             pending_start = start
         user, ns = r.get("user_id") or NONE, r.get("namespace") or NONE
         f: dict[str, float] = {}
-        for prefix, mix in (("user_mix", user_mix[user]), ("ns_mix", ns_mix[ns])):
+        # without a user there is no user history (service accounts, pods without a user label)
+        mixes = [("ns_mix", ns_mix[ns])] + ([("user_mix", user_mix[user])] if user != NONE else [])
+        for prefix, mix in mixes:
             total = sum(mix.values())
             for project, n in mix.items():
                 f[f"{prefix}={project}"] = n / total
-        if user in user_last:
+        if user != NONE and user in user_last:
             f[f"user_prev={user_last[user]}"] = 1.0
         if ns in ns_last:
             f[f"ns_prev={ns_last[ns]}"] = 1.0
         family = _family(r)
         if family in family_last:
             f[f"family_prev={family_last[family]}"] = 1.0
-        ended = user_ended.get(user)
+        ended = user_ended.get(user) if user != NONE else None
         if ended is not None and 0 <= start - ended[0] <= PIPELINE_GAP_SECONDS:
             f[f"pipeline_prev={ended[1]}"] = 1.0
+        # lineage: the project of an earlier labelled job whose name this one's paths mention
+        for ref in sorted(references(r) & owner_project.keys()):
+            if ref != str(r.get("created_by_name") or "").lower():
+                f[f"reads_prev={owner_project[ref]}"] = 1.0
         out[str(r["workload_id"])] = f
         pending.append(r)
     return out
@@ -267,61 +328,229 @@ def _features(
     }
 
 
+def _gpu_hours(record: Mapping[str, Any]) -> float:
+    """GPU-hours of a workload (its size: what its money roughly scales with), at least a little."""
+    gpus = _num(record.get("gpu_count")) or 1.0
+    hours = _num(record.get("duration_hours")) or 0.0
+    return max(gpus * max(hours, 0.0), 1e-3)
+
+
+def calibration_weights(
+    calibration: Sequence[Mapping[str, Any]], targets: Sequence[Mapping[str, Any]]
+) -> list[float]:
+    """Weights that make the calibration set look like the workloads the model will score.
+
+    Each calibration workload weighs its GPU-hours (money is what the quality is measured in) times
+    target share / calibration share of GPU-hours of its owner kind (``created_by_kind``: notebooks,
+    jobs, training jobs, deployments): covariate-shift correction from features only, never from
+    the targets' (unknown) projects. Kinds absent from the targets keep their own weight.
+    """
+
+    def shares(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+        acc: dict[str, float] = defaultdict(float)
+        for r in rows:
+            acc[str(r.get("created_by_kind") or NONE)] += _gpu_hours(r)
+        total = sum(acc.values())
+        return {k: v / total for k, v in acc.items()} if total else {}
+
+    have, want = shares(calibration), shares(targets)
+    return [
+        _gpu_hours(r) * (want[k] / have[k] if k in want else 1.0)
+        for r in calibration
+        for k in [str(r.get("created_by_kind") or NONE)]
+    ]
+
+
+class TopLabelCalibrator:
+    """P(first candidate right | its raw probability p): sigmoid(a * logit(p) + b) fitted on a
+    hold-out by weighted maximum likelihood, shrunk toward the identity (a = 1, b = 0).
+
+    Platt scaling of the top label, with a Gaussian prior of ``_CAL_PRIOR`` pseudo-workloads on
+    the identity: a hold-out of a few hundred workloads, dominated in money by a few dozen large
+    ones, moves the map only as far as it has evidence to. Capped below 1 by half an observation
+    (a finite hold-out never makes a prediction certain). Deterministic (L-BFGS-B from a=1, b=0).
+    """
+
+    def __init__(self, top: np.ndarray, correct: np.ndarray, weight: np.ndarray) -> None:
+        z = _logit(top)
+        y = correct.astype(float)
+        w = np.asarray(weight, dtype=float)
+        w = w * (len(w) / w.sum()) if w.sum() > 0 else np.ones(len(z))
+
+        def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+            a, b = theta
+            q = 1.0 / (1.0 + np.exp(-(a * z + b)))
+            q = np.clip(q, 1e-12, 1 - 1e-12)
+            nll = -np.sum(w * (y * np.log(q) + (1 - y) * np.log(1 - q)))
+            prior = 0.5 * _CAL_PRIOR * ((a - 1.0) ** 2 + b**2)
+            r = w * (q - y)
+            grad = np.array([np.sum(r * z) + _CAL_PRIOR * (a - 1.0), np.sum(r) + _CAL_PRIOR * b])
+            return float(nll + prior), grad
+
+        result = minimize(loss, np.array([1.0, 0.0]), jac=True, method="L-BFGS-B")
+        self.a, self.b = (float(v) for v in result.x)
+        self.cap = 1.0 - 0.5 / (len(z) + 1)
+
+    def predict(self, top: np.ndarray) -> np.ndarray:
+        q = 1.0 / (1.0 + np.exp(-(self.a * _logit(top) + self.b)))
+        return np.minimum(q, self.cap)
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    q = np.clip(np.asarray(p, dtype=float), 1e-6, 1 - 1e-6)
+    return np.log(q / (1 - q))
+
+
+_USER_FEATURES = ("user=", "user_mix=", "user_prev=", "pipeline_prev=")
+_TEAM_FEATURES = ("team=",)
+
+
+def _has(record: Mapping[str, Any], key: str) -> bool:
+    return bool(record.get(key))
+
+
+def label_patterns(targets: Sequence[Mapping[str, Any]]) -> list[tuple[tuple[bool, bool], float]]:
+    """How often the workloads to score carry a user and a team label: ((user?, team?), share)."""
+    counts = Counter((_has(r, "user_id"), _has(r, "team_label")) for r in targets)
+    total = sum(counts.values())
+    return sorted(((k, n / total) for k, n in counts.items()), reverse=True) if total else []
+
+
+def masked(
+    features: Mapping[str, float],
+    record: Mapping[str, Any],
+    patterns: Sequence[tuple[tuple[bool, bool], float]],
+    seed: int,
+) -> dict[str, float]:
+    """A labelled workload's features as the workloads to score would show them: the user and team
+    labels (and the user's history) dropped as often as they are missing among the targets.
+
+    Untagged pods often lack the user or team label that tagged ones carry; a model trained and
+    calibrated on complete rows would lean on features it will not see. The draw is a hash of the
+    seed and workload id: the same workload is masked the same way on every build."""
+    if not patterns:
+        return dict(features)
+    draw = random.Random(f"{seed}/{record['workload_id']}").random()
+    acc, has_user, has_team = 0.0, True, True
+    for (u, t), share in patterns:
+        acc += share
+        if draw < acc:
+            has_user, has_team = u, t
+            break
+    drop = (() if has_user else _USER_FEATURES) + (() if has_team else _TEAM_FEATURES)
+    if not drop:
+        return dict(features)
+    out = {k: v for k, v in features.items() if not k.startswith(drop)}
+    if not has_user:
+        out[f"user={NONE}"] = 1.0
+    if not has_team:
+        out[f"team={NONE}"] = 1.0
+    return out
+
+
 def fit(
     features: Sequence[Mapping[str, float]],
     labels: Sequence[str],
     *,
+    calibration: tuple[Sequence[Mapping[str, float]], Sequence[str], Sequence[float]] | None = None,
     seed: int = 0,
     min_class_count: int = 3,
 ) -> AttributionModel | None:
-    """Fit a calibrated multinomial logistic regression; None when fewer than two classes qualify.
+    """Fit a multinomial logistic regression once, then calibrate it on a later hold-out.
 
-    ``features`` / ``labels`` come in start order (oldest first). Classes with fewer than
-    ``min_class_count`` examples are left out. Calibration is temperature scaling
-    (softmax(logits / T): one parameter, natively multi-class; measured better than one-vs-rest
-    sigmoid or isotonic on the generated months). From ``_HOLDOUT_MIN`` examples on, the model is
-    fitted once on the older 80 % and the temperature on the newest 20 % (a time-based calibration
-    set: it sees the drift the predictions will face, and one fit keeps 100k workloads under a
-    minute); below that, on three stratified folds shuffled with ``seed``. Deterministic.
+    Returns None when fewer than two classes have ``min_class_count`` examples. ``calibration``
+    = (features, labels, weights) of workloads that started after every training workload (a
+    time-based hold-out: it sees the drift the predictions will face). The confidence of the first
+    candidate is mapped through a weighted isotonic regression of "was the first candidate right"
+    on its raw probability (top-label calibration: what the auto threshold and the expected
+    calibration error read); the other candidates keep their raw share of the rest. With fewer
+    than ``_CAL_MIN`` calibration workloads the raw probabilities are returned, and say so
+    (``calibration = "none"``). Deterministic: the solver (lbfgs) and isotonic fit are.
     """
     counts = Counter(labels)
     keep = [i for i, y in enumerate(labels) if counts[y] >= min_class_count]
     classes = sorted({labels[i] for i in keep})
     if len(classes) < 2:
         return None
-    x_rows = [features[i] for i in keep]
-    y = np.array([labels[i] for i in keep])
     vectorizer = DictVectorizer(sparse=True, sort=True)
-    x = vectorizer.fit_transform(x_rows)
-    base = LogisticRegression(C=_C, max_iter=_MAX_ITER, tol=1e-3)
+    # the vocabulary (not the labels) of the hold-out too: the training continued on it can use
+    # features that first appear there (a new dataset); before that their weights stay zero
+    vectorizer.fit([features[i] for i in keep] + list(calibration[0] if calibration else []))
+    x = vectorizer.transform([features[i] for i in keep])
+    y = np.array([labels[i] for i in keep])
+    base = LogisticRegression(C=_C, max_iter=_MAX_ITER, tol=1e-3, random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        if len(keep) >= _HOLDOUT_MIN:
-            n_fit = int(len(keep) * 0.8)
-            base.fit(x[:n_fit], y[:n_fit])
-            known = np.isin(y[n_fit:], base.classes_)
-            classifier = CalibratedClassifierCV(FrozenEstimator(base), method="temperature")
-            classifier.fit(x[n_fit:][known], y[n_fit:][known])
-            coefs = [base.coef_]
-        else:
-            folds = min(3, min(counts[c] for c in classes))
-            classifier = CalibratedClassifierCV(
-                base,
-                method="temperature",
-                cv=StratifiedKFold(folds, shuffle=True, random_state=seed),
-                ensemble=True,
-            )
-            classifier.fit(x, y)
-            coefs = [c.estimator.coef_ for c in classifier.calibrated_classifiers_]
-    coefs = [np.vstack([-c[0], c[0]]) if c.shape[0] == 1 else c for c in coefs]
-    return AttributionModel(
+        base.fit(x, y)
+    coefs = base.coef_ if base.coef_.shape[0] > 1 else np.vstack([-base.coef_[0], base.coef_[0]])
+    model = AttributionModel(
         vectorizer=vectorizer,
-        classifier=classifier,
-        classes=tuple(str(c) for c in classifier.classes_),
+        classifier=base,
+        calibrator=None,
+        classes=tuple(str(c) for c in base.classes_),
         training_workloads=len(keep),
-        calibration="temperature",
-        coefficients=np.mean(coefs, axis=0),
+        calibration="none",
+        coefficients=coefs,
     )
+    if calibration is not None and len(calibration[0]) >= _CAL_MIN:
+        cal_x, cal_y, cal_w = calibration
+        top, correct = _raw_top(model, cal_x, cal_y)
+        model.calibration_set = (top, correct, np.asarray(cal_w, dtype=float))
+        model.calibrator = TopLabelCalibrator(*model.calibration_set)
+        model.calibration = "platt_top_label"
+        model.training_data = (x, y)
+    return model
+
+
+def continue_training(
+    model: AttributionModel,
+    cal_x: Sequence[Mapping[str, float]],
+    cal_y: Sequence[str],
+) -> None:
+    """Continue the same training on the hold-out (warm start from the measured checkpoint): the
+    predictions use every label, the calibration map measured on the checkpoint is kept. Call it
+    after the hold-out was scored (the checkpoint's predictions are the measured ones)."""
+    from scipy.sparse import vstack
+
+    if model.training_data is None:
+        return
+    x, y = model.training_data
+    model.training_data = None
+    known = np.isin(np.asarray(cal_y), model.classifier.classes_)
+    x_cal = model.vectorizer.transform([f for f, k in zip(cal_x, known, strict=True) if k])
+    y_all = np.concatenate([y, np.asarray(cal_y)[known]])
+    base = model.classifier
+    base.set_params(warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        base.fit(vstack([x, x_cal]).tocsr(), y_all)
+    coefs = base.coef_ if base.coef_.shape[0] > 1 else np.vstack([-base.coef_[0], base.coef_[0]])
+    model.coefficients = coefs
+    model.training_workloads += int(known.sum())
+
+
+def _raw_top(
+    model: AttributionModel, features: Sequence[Mapping[str, float]], labels: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    proba = model.classifier.predict_proba(model.vectorizer.transform(features))
+    best = np.argmax(proba, axis=1)
+    classes = np.array(model.classes)
+    return proba[np.arange(len(best)), best], classes[best] == np.asarray(labels)
+
+
+def cross_fitted_confidences(model: AttributionModel, folds: int = 5) -> np.ndarray | None:
+    """Calibrated confidences of the calibration set itself, each from a map fitted on the other
+    folds (interleaved in time order): what an honest hold-out report may show."""
+    if model.calibration_set is None:
+        return None
+    top, correct, weight = model.calibration_set
+    out = np.empty(len(top))
+    fold = np.arange(len(top)) % folds
+    for k in range(folds):
+        rest = fold != k
+        cal = TopLabelCalibrator(top[rest], correct[rest], weight[rest])
+        out[~rest] = cal.predict(top[~rest])
+    return out
 
 
 def predict(
@@ -331,18 +560,35 @@ def predict(
     *,
     top: int = 3,
     explain_below: float = 1.0,
+    confidences: np.ndarray | None = None,
 ) -> list[Prediction]:
     """Top-``top`` calibrated candidates per workload; the signals behind the first candidate are
-    spelled out (feature and its weight) for predictions with confidence below ``explain_below``."""
+    spelled out (feature and its weight) for predictions with confidence below ``explain_below``.
+
+    The first candidate's probability is the calibrated confidence (``confidences`` when given,
+    else the model's calibration map); the others share the rest in their raw proportions, so the
+    candidates stay sorted and sum to at most 1."""
     if not features:
         return []
     x = model.vectorizer.transform(features)
     proba = model.classifier.predict_proba(x)
     names = model.vectorizer.feature_names_
     order = np.argsort(-proba, axis=1, kind="stable")[:, :top]
+    raw_top = proba[np.arange(len(order)), order[:, 0]]
+    if confidences is not None:
+        calibrated = np.asarray(confidences, dtype=float)
+    elif model.calibrator is not None:
+        calibrated = model.calibrator.predict(raw_top)
+    else:
+        calibrated = raw_top
     out = []
     for i, wid in enumerate(workload_ids):
-        cands = tuple((model.classes[j], round(float(proba[i, j]), 6)) for j in order[i])
+        first = float(calibrated[i])
+        rest = (1.0 - first) / (1.0 - raw_top[i]) if raw_top[i] < 1.0 else 0.0
+        cands = tuple(
+            (model.classes[j], round(first if k == 0 else min(float(proba[i, j]) * rest, first), 6))
+            for k, j in enumerate(order[i])
+        )
         signals = ""
         if cands and cands[0][1] < explain_below:
             row = x.getrow(i)
@@ -355,17 +601,113 @@ def predict(
     return out
 
 
+def _start(record: Mapping[str, Any]) -> float:
+    return _num(record.get("started_epoch")) or 0.0
+
+
 def _trailing(
     records: Sequence[Mapping[str, Any]], labels: Mapping[str, str], days: float | None
 ) -> list[Mapping[str, Any]]:
     labelled = sorted(
         (r for r in records if str(r["workload_id"]) in labels),
-        key=lambda r: (_num(r.get("started_epoch")) or 0.0, str(r["workload_id"])),
+        key=lambda r: (_start(r), str(r["workload_id"])),
     )
     if not days or not labelled:
         return labelled
-    latest = max(_num(r.get("started_epoch")) or 0.0 for r in records)
-    return [r for r in labelled if (_num(r.get("started_epoch")) or 0.0) >= latest - days * 86400]
+    latest = max(_start(r) for r in records)
+    return [r for r in labelled if _start(r) >= latest - days * 86400]
+
+
+@dataclass
+class Attribution:
+    """One build's model: predictions for the undeclared workloads and the hold-out it was
+    calibrated and measured on (prediction, true project), from a single training."""
+
+    predictions: list[Prediction]
+    holdout: list[tuple[Prediction, str]]
+    model: AttributionModel | None
+
+
+def attribute(
+    records: Sequence[Mapping[str, Any]],
+    known_projects: Sequence[str],
+    *,
+    training_days: float | None = 60,
+    holdout_fraction: float = 0.2,
+    seed: int = 0,
+    explain_below: float = 1.0,
+) -> Attribution:
+    """Train once, calibrate, measure and predict.
+
+    The labelled workloads (``record["known_project_id"]``) started within ``training_days`` of
+    the latest workload are split by start time: the latest ``holdout_fraction`` (every workload
+    starting at or after the cut, so each started after all training workloads) is hidden from
+    the regression; it calibrates the confidence (weighted to the mix of workloads to score, see
+    :func:`calibration_weights`) and, with confidences cross-fitted over folds so no workload
+    calibrates its own, is the measured hold-out. Every workload without a known project that no
+    rule placed (``declared_attribution_method`` absent or ``none``) gets top-3 candidates.
+    """
+    records = sorted(records, key=lambda r: str(r["workload_id"]))
+    labels = {
+        str(r["workload_id"]): str(r["known_project_id"])
+        for r in records
+        if r.get("known_project_id")
+    }
+    # neighbours placed by a declarative rule are known too: history features may read them
+    # (never as training labels: a rule is a guess written by a person, not a tag)
+    neighbours = {
+        **{
+            str(r["workload_id"]): str(r["rule_project_id"])
+            for r in records
+            if r.get("rule_project_id")
+        },
+        **labels,
+    }
+    feats = _features(records, neighbours, known_projects)
+    targets = [
+        r
+        for r in records
+        if str(r["workload_id"]) not in labels
+        and r.get("declared_attribution_method") in (None, "none")
+    ]
+    target_ids = [str(r["workload_id"]) for r in targets]
+    labelled = _trailing(records, labels, training_days)
+    n_test = math.ceil(len(labelled) * holdout_fraction)
+    if 0 < n_test < len(labelled):
+        cutoff = _start(labelled[-n_test])
+        train = [r for r in labelled if _start(r) < cutoff]
+        test = [r for r in labelled if _start(r) >= cutoff]
+    else:
+        train, test = labelled, []
+    test_ids = [str(r["workload_id"]) for r in test]
+    patterns = label_patterns(targets)
+    shown = {
+        str(r["workload_id"]): masked(feats[str(r["workload_id"])], r, patterns, seed)
+        for r in labelled
+    }
+    model = fit(
+        [shown[str(r["workload_id"])] for r in train],
+        [labels[str(r["workload_id"])] for r in train],
+        calibration=(
+            [shown[w] for w in test_ids],
+            [labels[w] for w in test_ids],
+            calibration_weights(test, targets or test),
+        ),
+        seed=seed,
+    )
+    if model is None:
+        return Attribution([Prediction(w, ()) for w in target_ids], [], None)
+    # measured on the checkpoint (the regression has not seen the hold-out), then trained on
+    held = predict(
+        model,
+        [shown[w] for w in test_ids],
+        test_ids,
+        explain_below=0.0,
+        confidences=cross_fitted_confidences(model),
+    )
+    continue_training(model, [shown[w] for w in test_ids], [labels[w] for w in test_ids])
+    preds = predict(model, [feats[w] for w in target_ids], target_ids, explain_below=explain_below)
+    return Attribution(preds, [(p, labels[p.workload_id]) for p in held], model)
 
 
 def predict_untagged(
@@ -373,35 +715,20 @@ def predict_untagged(
     known_projects: Sequence[str],
     *,
     training_days: float | None = 60,
+    holdout_fraction: float = 0.2,
     seed: int = 0,
     explain_below: float = 1.0,
 ) -> tuple[list[Prediction], AttributionModel | None]:
-    """Train on the workloads with a known project (``record["known_project_id"]``) started within
-    ``training_days`` of the latest workload; predict every workload without one that no rule placed
-    (``record["declared_attribution_method"]`` absent or ``none``)."""
-    records = sorted(records, key=lambda r: str(r["workload_id"]))
-    labels = {
-        str(r["workload_id"]): str(r["known_project_id"])
-        for r in records
-        if r.get("known_project_id")
-    }
-    feats = _features(records, labels, known_projects)
-    train = _trailing(records, labels, training_days)
-    model = fit(
-        [feats[str(r["workload_id"])] for r in train],
-        [labels[str(r["workload_id"])] for r in train],
+    """:func:`attribute`'s predictions and model."""
+    result = attribute(
+        records,
+        known_projects,
+        training_days=training_days,
+        holdout_fraction=holdout_fraction,
         seed=seed,
+        explain_below=explain_below,
     )
-    targets = [
-        str(r["workload_id"])
-        for r in records
-        if str(r["workload_id"]) not in labels
-        and r.get("declared_attribution_method") in (None, "none")
-    ]
-    if model is None:
-        return [Prediction(w, ()) for w in targets], None
-    preds = predict(model, [feats[w] for w in targets], targets, explain_below=explain_below)
-    return preds, model
+    return result.predictions, result.model
 
 
 def holdout_predictions(
@@ -411,56 +738,34 @@ def holdout_predictions(
     test_fraction: float = 0.2,
     seed: int = 0,
 ) -> tuple[list[tuple[Prediction, str]], AttributionModel | None]:
-    """Time-based evaluation: train on the earlier labelled workloads, predict the later ones.
-
-    The latest ``test_fraction`` of labelled workloads by start time are hidden from training;
-    returns (prediction, true project) for each of them. History features of a test workload read
-    only labels of workloads that started before it (as an untagged workload's would in production).
-    """
-    records = sorted(records, key=lambda r: str(r["workload_id"]))
-    labels = {
-        str(r["workload_id"]): str(r["known_project_id"])
-        for r in records
-        if r.get("known_project_id")
-    }
-    labelled = sorted(
-        (r for r in records if str(r["workload_id"]) in labels),
-        key=lambda r: (_num(r.get("started_epoch")) or 0.0, str(r["workload_id"])),
+    """:func:`attribute`'s time-based hold-out: (prediction, true project) for the latest
+    ``test_fraction`` of labelled workloads, hidden from the regression; their history features
+    read only labels of workloads that started before them (as an untagged workload's would)."""
+    result = attribute(
+        records, known_projects, training_days=None, holdout_fraction=test_fraction, seed=seed
     )
-    n_test = math.ceil(len(labelled) * test_fraction)
-    if n_test == 0 or n_test >= len(labelled):
-        return [], None
-    cutoff = _num(labelled[-n_test].get("started_epoch")) or 0.0
-    train = [r for r in labelled if (_num(r.get("started_epoch")) or 0.0) < cutoff]
-    test = [r for r in labelled if (_num(r.get("started_epoch")) or 0.0) >= cutoff]
-    feats = _features(records, labels, known_projects)
-    model = fit(
-        [feats[str(r["workload_id"])] for r in train],
-        [labels[str(r["workload_id"])] for r in train],
-        seed=seed,
-    )
-    if model is None or not test:
-        return [], model
-    ids = [str(r["workload_id"]) for r in test]
-    preds = predict(model, [feats[w] for w in ids], ids, explain_below=0.0)
-    return [(p, labels[p.workload_id]) for p in preds], model
+    return result.holdout, result.model
 
 
 def prediction_rows(
     predictions: Iterable[Prediction],
     model: AttributionModel | None,
     truth: Mapping[str, str] | None = None,
+    *,
+    scored_set: str = "undeclared",
 ) -> list[dict[str, Any]]:
     """Flat rows (gpucost.arrow_io.ATTRIBUTION_SCHEMA) for the dbt models."""
     rows = []
     for p in predictions:
         row: dict[str, Any] = {
+            "scored_set": scored_set,
             "workload_id": p.workload_id,
             "predicted_project_id": p.project_id,
             "attribution_confidence": p.confidence if p.candidates else None,
             "attribution_signals": p.signals or None,
             "true_project_id": (truth or {}).get(p.workload_id),
             "model_training_workloads": model.training_workloads if model else 0,
+            "model_calibration_workloads": model.calibration_workloads if model else 0,
             "model_calibration": model.calibration if model else None,
         }
         for k in range(3):
@@ -469,6 +774,14 @@ def prediction_rows(
             row[f"candidate_{k + 1}_probability"] = cand[1]
         rows.append(row)
     return rows
+
+
+def attribution_rows(result: Attribution) -> list[dict[str, Any]]:
+    """One build's rows: the undeclared workloads' predictions, then the hold-out's (with truth)."""
+    truth = {p.workload_id: t for p, t in result.holdout}
+    return prediction_rows(result.predictions, result.model) + prediction_rows(
+        [p for p, _ in result.holdout], result.model, truth, scored_set="holdout"
+    )
 
 
 @dataclass(frozen=True)

@@ -146,7 +146,10 @@ def run(args: argparse.Namespace) -> int:
 
     with duckdb.connect(str(warehouse), read_only=True) as con:
         quality = _rows(
-            con, "select * from marts.rpt_attribution_quality order by metric_group, metric_key"
+            con,
+            "select * from marts.rpt_attribution_quality order by case metric_group"
+            " when 'holdout' then 0 when 'reliability' then 1 when 'confusion' then 2 else 3 end,"
+            " confidence_bin_low, effective_cost desc, metric_key",
         )
     print("\nrpt_attribution_quality (time-based hold-out of labelled workloads, money-weighted):")
     for q in quality:
@@ -186,6 +189,15 @@ def run(args: argparse.Namespace) -> int:
             f" (target {_pct(TARGETS['accuracy'])}), accuracy of all {_pct(rep.accuracy_all)},"
             f" ECE {_pct(rep.ece)} (target <= {_pct(TARGETS['ece'])})"
         )
+    rep = reports["all"]
+    print("  reliability (rules + model, untagged pods against the truth, money-weighted):")
+    for lo, hi, n, _, conf, accuracy in rep.reliability:
+        print(
+            f"    confidence [{lo:.1f}, {hi:.1f}): {n:5d} workloads,"
+            f" mean confidence {_pct(conf)}, accuracy {_pct(accuracy)}"
+        )
+    for true_project, predicted, n, weight in rep.confusions:
+        print(f"    confused: {true_project} -> {predicted} ({n} workloads, {weight:.2f})")
     sweep = ", ".join(
         f"{t:.1f}: {_pct(r.coverage).strip()} at {_pct(r.accuracy_auto).strip()}"
         for t in (0.5, 0.6, 0.7, 0.8, 0.9)

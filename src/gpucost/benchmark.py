@@ -5,12 +5,14 @@ command generates ``--days`` days with :func:`gpucost.generator.generate_month`,
 day's metrics back, and measures on this machine, in one run:
 
 - ``floor_s``: a fresh in-process DuckDB connection (the threads / memory_limit of ``profiles.yml``)
-  reads every landed DCGM file once as ``macros/landing.sql`` does (``read_json`` + ``unnest``) and
-  groups the samples by cluster, Hostname and hour (count and sum of the values). No warehouse can
-  build the marts faster than it can read its input once: this is the floor.
+  reads every landed DCGM file once with the ``read_json`` call of ``macros/landing.sql``, unnests
+  series and samples, and groups the samples by cluster, Hostname and hour (count and sum of the
+  values). No warehouse can build the marts faster than it can read its input once: this is the
+  floor.
 - ``full_build_s``: ``dbt build`` of the whole project into a fresh warehouse file (a subprocess).
 - ``incremental_s``: the held-back day is landed and ``dbt build`` runs again on the same file
-  (``int_gpu_usage_hourly`` is incremental; the rest of the project rebuilds).
+  (the telemetry staging tables read only the new files, ``int_gpu_usage_hourly`` recomputes its
+  lookback window; the rest of the project rebuilds).
 - ``full_peak_rss_mb`` / ``incremental_peak_rss_mb``: the peak resident memory of the dbt process
   tree, sampled from ``/proc/<pid>/status`` every 0.2 s (see :func:`_run_measured`).
 
@@ -74,7 +76,7 @@ CSV_COLUMNS = [
     "measured_at",
 ]
 
-# The floor: the DCGM files read as read_prometheus_matrix reads them, grouped by node-hour.
+# The floor: the DCGM files read with read_prometheus_series' read_json call, grouped by node-hour.
 FLOOR_SQL = """
 with responses as (
     select
@@ -115,7 +117,7 @@ node_hours as (
 select count(*) as node_hours, sum(sample_count) as samples, sum(value_sum) as value_sum
 from node_hours
 """
-# The type read_prometheus_matrix gives the response's data member.
+# The type read_prometheus_series (macros/landing.sql) gives the response's data member.
 DATA_TYPE = (
     "struct(resultType varchar, result struct(metric map(varchar, varchar), "
     '"values" varchar[][])[])'

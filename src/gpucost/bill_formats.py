@@ -460,8 +460,10 @@ def write_onprem(lines: list[dict[str, str]], out: Path) -> list[Path]:
     return written
 
 
-def _write_focus_rest(rest: list[dict[str, str]], out: Path, month: str) -> Path:
-    path = out / "billing" / "focus_rest" / month / "not_onprem.csv"
+def _write_focus_rest(
+    rest: list[dict[str, str]], out: Path, month: str, name: str = "not_onprem.csv"
+) -> Path:
+    path = out / "billing" / "focus_rest" / month / name
     path.parent.mkdir(parents=True, exist_ok=True)
     header = [key for key in rest[0] if key != "_month"]
     with path.open("w", encoding="utf-8", newline="") as handle:
@@ -483,6 +485,14 @@ _WRITERS = {
 }
 
 
+def _tag_cluster(line: dict[str, str]) -> str | None:
+    try:
+        tags = json.loads(line.get("Tags") or "{}")
+    except json.JSONDecodeError:
+        return None
+    return tags.get("cluster") if isinstance(tags, dict) else None
+
+
 def render_bill(landing: Path, bill_format: str) -> list[Path]:
     """Replace the generated FOCUS bill under ``landing`` by the same lines in ``bill_format``.
 
@@ -494,7 +504,15 @@ def render_bill(landing: Path, bill_format: str) -> list[Path]:
     if bill_format == "focus":
         return sorted((landing / "billing" / "focus").rglob("*.csv"))
     lines = read_focus_lines(landing)
+    # The Slurm queue's node-hours (Tags cluster = a folder under scheduler/slurm/) match their
+    # hosts by FOCUS ResourceName; native formats have no resource-name column: they stay FOCUS.
+    slurm_dir = landing / "scheduler" / "slurm"
+    slurm = {p.name for p in slurm_dir.iterdir() if p.is_dir()} if slurm_dir.exists() else set()
+    hosts = [line for line in lines if _tag_cluster(line) in slurm]
+    lines = [line for line in lines if _tag_cluster(line) not in slurm]
     written = _WRITERS[bill_format](lines, landing)
+    for month, month_lines in _by_month(hosts).items():
+        written.append(_write_focus_rest(month_lines, landing, month, "slurm_hosts.csv"))
     shutil.rmtree(landing / "billing" / "focus")
     rest = landing / "billing" / "focus_rest"
     if rest.exists():  # the lines the format cannot carry stay FOCUS lines

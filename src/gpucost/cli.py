@@ -79,6 +79,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         step_seconds=args.step,
         start=args.start,
         clusters=args.clusters,
+        slurm_nodes=getattr(args, "slurm_nodes", 2),
         progress=lambda message: print(f"  {message}", flush=True),
     )
     bill_format = getattr(args, "bill_format", "focus")
@@ -199,6 +200,12 @@ def _add_generate_options(parser: argparse.ArgumentParser) -> None:
         "--start", default="2026-10-01", help="first day, YYYY-MM-DD (default 2026-10-01)"
     )
     parser.add_argument("--clusters", type=int, default=2, help="Kubernetes clusters (default 2)")
+    parser.add_argument(
+        "--slurm-nodes",
+        type=int,
+        default=2,
+        help="GPU nodes of a Slurm queue with sacct dumps (default 2; 0: none)",
+    )
     parser.add_argument("--force", action="store_true", help="replace a non-empty landing zone")
     parser.add_argument(
         "--bill-format",

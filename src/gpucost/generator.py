@@ -9,6 +9,7 @@ Layout written below ``out_dir``::
     billing/focus/<YYYY-MM>/focus_export_<billing account id>.csv   FOCUS 1.2 CSV export
     metrics/dcgm/<cluster>/<YYYY-MM-DD>/<DCGM metric>.json          Prometheus query_range
     metrics/kube/<cluster>/<YYYY-MM-DD>/<kube metric>.json          Prometheus query_range
+                                        (KUBE_METRICS, and VOLUME_METRICS: PVs, claims, pod volumes)
     reference/org_mapping.csv                                       project -> team -> cost center
 
 Conventions a consumer must know:
@@ -45,10 +46,13 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
 
+from gpucost import generator_slurm
+
 __all__ = [
     "DCGM_METRICS",
     "FOCUS_COLUMNS",
     "KUBE_METRICS",
+    "VOLUME_METRICS",
     "generate_month",
 ]
 
@@ -277,21 +281,44 @@ USERS = (
 K8S_ALNUM = "bcdfghjklmnpqrstvwxz2456789"
 
 # scheduling priority (lower first) and the PriorityClass name per workload kind
-KIND_PRIORITY = {"inference": 0, "training": 1, "finetune": 2, "notebook": 2, "eval": 3}
+KIND_PRIORITY = {"inference": 0, "training": 1, "finetune": 2, "notebook": 2, "eval": 3, "etl": 3}
 PRIORITY_CLASS = {
     "inference": "inference-critical",
     "training": "training-high",
     "finetune": "training-default",
     "notebook": "interactive",
     "eval": "batch-low",
+    "etl": "batch-low",
 }
 # targeted share of a cluster's GPU capacity and the mean GPU-hours of one pod of the kind
 KIND_SHARE = {"training": 0.42, "finetune": 0.11, "notebook": 0.05, "eval": 0.018}
 # weight for picking which workloads lose their project label (notebooks are the worst)
-UNTAG_WEIGHT = {"notebook": 2.0, "eval": 1.4, "finetune": 1.0, "training": 0.6, "inference": 0.8}
+UNTAG_WEIGHT = {
+    "notebook": 2.0,
+    "eval": 1.4,
+    "finetune": 1.0,
+    "training": 0.6,
+    "inference": 0.8,
+    "etl": 1.0,
+}
+# The shared-GPU inference node of the first cluster (an H100 node kept out of the scheduler):
+# GPU -> its MIG instances (GPU_I_ID, profile), or its number of time-sliced replicas; the other
+# GPUs stay idle.
+SHARED_NODE_MIG: dict[int, tuple[tuple[str, str], ...]] = {
+    0: tuple((str(i), "1g.10gb") for i in range(7, 14)),
+    1: (("2", "3g.40gb"), ("3", "2g.20gb"), ("9", "1g.10gb"), ("10", "1g.10gb")),
+}
+SHARED_NODE_REPLICAS: dict[int, int] = {2: 4, 3: 2}
 NOTEBOOK_MAX_WAIT = 3600
 # hard mode: this project is handed to this team halfway through the window
 HANDOFF_PROJECT = ("summarizer", "recsys")
+# hard mode pod specs: opaque dataset names (two words), evaluation suites, a public base model
+DATASET_WORDS = (
+    ("web", "news", "code", "clicks", "frames", "speech", "dialog", "docs", "scans", "logs"),
+    ("crawl", "dump", "mix", "shards", "corpus", "set", "pool", "archive"),
+)
+EVAL_SUITES = ("mmlu,gsm8k", "helm-lite", "coco-val", "lm-eval-core", "internal-regression")
+PUBLIC_BASE_MODEL = "hf://meta-llama/Llama-3.1-8B"
 
 
 # --------------------------------------------------------------------------------------------
@@ -322,6 +349,7 @@ class Node:
     info_labels: dict[str, str]
     free: list[bool] = field(default_factory=lambda: [True] * GPUS_PER_NODE)
     free_count: int = GPUS_PER_NODE
+    reserved: bool = False  # kept out of the scheduler: the shared-GPU (MIG / time-sliced) node
 
 
 @dataclass(slots=True)
@@ -346,6 +374,13 @@ class Container:
     cpu: str
     memory: str
     gpus: int
+    gpu_resource: str = (
+        "nvidia_com_gpu"  # as kube-state-metrics names it: MIG and shared GPUs differ
+    )
+    # the pod spec (Kubernetes API, not kube-state-metrics): hard mode writes it to inventory/kube
+    command: list[str] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)
+    working_dir: str = ""
 
 
 @dataclass(slots=True)
@@ -376,6 +411,7 @@ class Pod:
     pod_ip: str = ""
     tag_state: str = "tagged"  # tagged | untagged | typo
     labels: dict[str, str] = field(default_factory=dict)
+    volume_claims: list[str] = field(default_factory=list)  # PVCs the pod spec mounts (hard mode)
 
 
 @dataclass(slots=True)
@@ -397,6 +433,46 @@ def _hex(rng: random.Random, n: int) -> str:
 def _uuid(rng: random.Random) -> str:
     h = _hex(rng, 32)
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) % 4]}{h[17:20]}-{h[20:]}"
+
+
+def _gpu_uuid(rng: random.Random) -> str:
+    """A GPU UUID as nvidia-smi and the DCGM exporter print it: GPU-8-4-4-4-12 hex."""
+    h = _hex(rng, 32)
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _gpu_labels(
+    cl: Cluster, node: str, ip: str, itype: InstanceType, g: int, uuid: str
+) -> dict[str, str]:
+    """The DCGM exporter's labels of GPU ``g`` of a Kubernetes node."""
+    return {
+        "DCGM_FI_DRIVER_VERSION": DRIVER_VERSION,
+        cl.hostname_label: node,
+        "UUID": uuid,
+        "cluster": cl.name,
+        "device": f"nvidia{g}",
+        "gpu": str(g),
+        "instance": f"{ip}:{DCGM_PORT}",
+        "job": "dcgm-exporter",
+        "modelName": itype.gpu_model,
+        "pci_bus_id": itype.pci_bus_ids[g],
+    }
+
+
+def _node_info_labels(
+    cl: Cluster, node: str, ip: str, zone: str, instance_id: str
+) -> dict[str, str]:
+    """kube_node_info's labels of a node of ``cl``."""
+    return {
+        "cluster": cl.name,
+        "container_runtime_version": "containerd://1.7.22",
+        "internal_ip": ip,
+        "kernel_version": "5.10.225-213.878.amzn2.x86_64",
+        "kubelet_version": "v1.30.4-eks-a737599" if cl.idx % 2 == 0 else "v1.31.0-eks-a737599",
+        "node": node,
+        "os_image": "Amazon Linux 2",
+        "provider_id": f"aws:///{zone}/{instance_id}",
+    }
 
 
 def _suffix(rng: random.Random, n: int) -> str:
@@ -515,39 +591,17 @@ def _build_fleet(
         join = t0 + late_offset_h * 3600 if i == late_node else t0
         gpus = []
         for g in range(GPUS_PER_NODE):
-            h = _hex(rng, 32)
-            uuid = f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-            labels = {
-                "DCGM_FI_DRIVER_VERSION": DRIVER_VERSION,
-                cl.hostname_label: name,
-                "UUID": uuid,
-                "cluster": cl.name,
-                "device": f"nvidia{g}",
-                "gpu": str(g),
-                "instance": f"{ip}:{DCGM_PORT}",
-                "job": "dcgm-exporter",
-                "modelName": itype.gpu_model,
-                "pci_bus_id": itype.pci_bus_ids[g],
-            }
+            uuid = _gpu_uuid(rng)
             gpus.append(
                 Gpu(
                     index=g,
                     uuid=uuid,
                     idle_w=itype.idle_watts + rng.uniform(-4.0, 6.0),
                     idle_fb=str(rng.choice((0, 1, 1, 3, 5))),
-                    labels=labels,
+                    labels=_gpu_labels(cl, name, ip, itype, g, uuid),
                 )
             )
-        info_labels = {
-            "cluster": cl.name,
-            "container_runtime_version": "containerd://1.7.22",
-            "internal_ip": ip,
-            "kernel_version": "5.10.225-213.878.amzn2.x86_64",
-            "kubelet_version": "v1.30.4-eks-a737599" if cl.idx % 2 == 0 else "v1.31.0-eks-a737599",
-            "node": name,
-            "os_image": "Amazon Linux 2",
-            "provider_id": f"aws:///{zone}/{instance_id}",
-        }
+        info_labels = _node_info_labels(cl, name, ip, zone, instance_id)
         cl.nodes.append(
             Node(
                 idx=i,
@@ -601,6 +655,7 @@ class _PodFactory:
         *,
         hard: bool = False,
         handoff_at: int = 0,
+        spec_seed: str = "",
     ) -> None:
         self.rng = rng
         self.cluster = cluster
@@ -629,6 +684,10 @@ class _PodFactory:
                     picks.append(rng.choice(sorted(set(self.all_projects) - set(own))))
                 weights = sorted((rng.uniform(0.2, 1.0) for _ in picks), reverse=True)
                 self.user_projects[u] = list(zip(picks, weights, strict=True))
+        # pod specs (hard mode): their own random stream, so the month's pods stay the same
+        self.spec_rng = random.Random(spec_seed or f"{cluster.name}/pod-specs")
+        self.datasets, self.team_datasets = _build_datasets(project_team)
+        self.project_jobs: dict[str, str] = {}  # the latest training / fine-tune job per project
 
     def _unique(self, make: Callable[[], str]) -> str:
         while True:
@@ -675,6 +734,7 @@ class _PodFactory:
         fixed_end: int = 0,
         template: str | None = None,
         rs_name: str | None = None,
+        reads: str | None = None,
     ) -> Pod:
         rng, step = self.rng, self.step
         user = user or rng.choice(self.users)
@@ -797,6 +857,9 @@ class _PodFactory:
             raise ValueError(kind)
         prof["eff"] = rng.uniform(0.75, 1.0)
         prof["ratio"] = rng.uniform(0.82, 0.98)
+        claims: list[str] = []
+        if self.hard:
+            claims = self._spec(kind, containers[0], project, team, user, cb_name, vague, reads)
         self.seq += 1
         return Pod(
             seq=self.seq,
@@ -818,14 +881,80 @@ class _PodFactory:
             app=app,
             containers=containers,
             prof=prof,
+            volume_claims=claims,
         )
+
+    def _spec(
+        self,
+        kind: str,
+        main: Container,
+        project: str,
+        team: str,
+        user: str,
+        job: str,
+        vague: bool,
+        reads: str | None,
+    ) -> list[str]:
+        """Fill the main container's command / args / workingDir the way these jobs are launched;
+        return the PersistentVolumeClaims the pod mounts. What names the project is partial, as in
+        real clusters: a vague job's code lives in its team's monorepo and its config is named after
+        the run; it reads one of its project's datasets (opaque names) or a dataset the whole team
+        shares; fine-tunes and evaluations read a checkpoint (an earlier job's output, or a public
+        base model); a notebook mounts its owner's workspace and, half the time, a dataset cache."""
+        rng = self.spec_rng
+        own = self.datasets[project]
+        dataset = self.team_datasets[team] if rng.random() < 0.3 else rng.choice(own)
+        data = f"s3://acme-datasets/{dataset}/"
+        output = f"s3://acme-checkpoints/{team}/{job}/"
+        repo = f"ml-{team}" if vague else project
+        claims: list[str] = []
+        if kind == "training":
+            config = f"configs/{job}.yaml" if vague else f"configs/{project}/base.yaml"
+            main.command = ["torchrun"]
+            main.args = [f"--nproc_per_node={main.gpus}", "train.py", "--config", config]
+            main.args += ["--data", data, "--output", output]
+            main.working_dir = f"/workspace/{repo}"
+            self.project_jobs[project] = job
+        elif kind == "finetune":
+            parent = self.project_jobs.get(project) if rng.random() < 0.6 else None
+            base = f"s3://acme-checkpoints/{team}/{parent}/final" if parent else PUBLIC_BASE_MODEL
+            main.command = ["python", "finetune.py"]
+            main.args = ["--base", base, "--data", data, "--output", output]
+            main.working_dir = f"/workspace/{repo}"
+            self.project_jobs[project] = job
+        elif kind == "eval":
+            parent = reads or (self.project_jobs.get(project) if rng.random() < 0.7 else None)
+            model = f"s3://acme-checkpoints/{team}/{parent}/final" if parent else PUBLIC_BASE_MODEL
+            main.command = ["python", "-m", "eval_harness"]
+            main.args = ["--model", model, "--tasks", rng.choice(EVAL_SUITES)]
+            main.working_dir = "/opt/eval-harness"
+        elif kind == "notebook":
+            main.command = ["start-notebook.py"]
+            main.args = ["--ServerApp.root_dir=/home/jovyan"]
+            main.working_dir = "/home/jovyan"
+            claims = [f"ws-{user}"] + ([f"{dataset}-cache"] if rng.random() < 0.5 else [])
+        else:  # inference: the server loads whatever the deployment mounted
+            main.command = ["python", "-m", "server"]
+            main.args = ["--model", "/models/current", "--port", "8000"]
+        return claims
+
+
+def _build_datasets(project_team: dict[str, str]) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Two opaque dataset names per project (they do not say the project) and one per team that all
+    its projects read. Fixed by the project list, like a data catalogue."""
+    words = sorted(f"{a}-{b}" for a in DATASET_WORDS[0] for b in DATASET_WORDS[1])
+    random.Random("datasets").shuffle(words)
+    names = iter(words)
+    projects = {p: [next(names), next(names)] for p in sorted(project_team)}
+    teams = {t: next(names) for t in sorted(set(project_team.values()))}
+    return projects, teams
 
 
 def _cluster_arrivals(
     factory: _PodFactory, cluster: Cluster, t0: int, window_end: int, step: int
 ) -> list[Pod]:
     rng = factory.rng
-    capacity = GPUS_PER_NODE * len(cluster.nodes)
+    capacity = GPUS_PER_NODE * sum(1 for n in cluster.nodes if not n.reserved)
     pods: list[Pod] = []
     # Inference deployments: run the whole window, re-deployed (new ReplicaSet) every few days.
     n_deploy = max(1, round(0.15 * capacity / 3.0))
@@ -886,6 +1015,7 @@ def _cluster_arrivals(
                             pod.arrival + pod.duration,
                             user=pod.user if not pod.user.startswith("system:") else None,
                             project=pod.project,
+                            reads=pod.created_by_name,
                         )
                     )
     pods.sort(key=lambda p: (p.arrival, p.seq))
@@ -896,7 +1026,7 @@ def _schedule(
     cluster: Cluster, arrivals: list[Pod], t0: int, window_end: int, step: int, pod_ip_base: int
 ) -> list[Pod]:
     """Event-driven bin-packing scheduler; returns the pods that started, in start order."""
-    nodes = cluster.nodes
+    nodes = [n for n in cluster.nodes if not n.reserved]
     joins = sorted({n.join for n in nodes if n.join > t0})
     running: list[tuple[int, int, Pod]] = []
     queue: list[Pod] = []
@@ -963,6 +1093,121 @@ def _schedule(
             started.append(pod)
         queue = waiting
     return started
+
+
+def _add_shared_gpu_node(cluster: Cluster, rng: random.Random, idx: int, t0: int) -> Node:
+    """An H100 inference node of ``cluster`` kept out of the scheduler: its GPUs are split into MIG
+    instances or time-sliced between replicas (SHARED_NODE_MIG / SHARED_NODE_REPLICAS)."""
+    itype = P5
+    ip = f"10.{cluster.idx + 1}.{64 + rng.randrange(0, 64)}.{rng.randrange(1, 255)}"
+    name = _node_name(ip, cluster.region)
+    zone = cluster.region + "a"
+    instance_id = "i-0" + _hex(rng, 16)
+    gpus = []
+    for g in range(GPUS_PER_NODE):
+        uuid = _gpu_uuid(rng)
+        gpus.append(Gpu(index=g, uuid=uuid, idle_w=itype.idle_watts, idle_fb="0",
+                        labels=_gpu_labels(cluster, name, ip, itype, g, uuid)))  # fmt: skip
+    info = _node_info_labels(cluster, name, ip, zone, instance_id)
+    node = Node(idx=idx, cluster=cluster.idx, name=name, ip=ip, instance_id=instance_id, zone=zone,
+                itype=itype, join=t0, gpus=gpus, info_labels=info, reserved=True)  # fmt: skip
+    cluster.nodes.append(node)
+    return node
+
+
+def _shared_gpu_pods(factory: _PodFactory, node: Node, t0: int, window_end: int) -> list[Pod]:
+    """Inference replicas on the shared node for the whole window: one per MIG instance (kube
+    resource nvidia_com_mig_<profile>) and several per time-sliced GPU (nvidia_com_gpu_shared)."""
+    rng = factory.rng
+    pods: list[Pod] = []
+    slots = [(g, mig) for g, instances in SHARED_NODE_MIG.items() for mig in instances]
+    slots += [(g, None) for g, n in SHARED_NODE_REPLICAS.items() for _ in range(n)]
+    projects = sorted(SERVING_PROJECTS)
+    for i, (g, mig) in enumerate(slots):
+        project = projects[i % len(projects)]
+        team = factory.project_team[project]
+        user = rng.choice(sorted(u for u, t in factory.user_team.items() if t == team))
+        kind = f"mig-{mig[1].replace('.', '-')}" if mig else "ts"
+        pod = factory.make("inference", t0, user=user, project=project, gpus=1,
+                           duration=window_end - t0, fixed_end=window_end,
+                           template=f"{node.cluster}/shared/{i}",
+                           rs_name=f"{project}-{kind}-{_suffix(rng, 9)}")  # fmt: skip
+        main = pod.containers[0]
+        main.cpu, main.memory = "4", str(24 * GIB)
+        if mig:
+            main.gpu_resource = "nvidia_com_mig_" + mig[1].replace(".", "_")
+            pod.prof["mig"] = mig
+        else:
+            main.gpu_resource = "nvidia_com_gpu_shared"
+            pod.prof["shared"] = True
+        pod.node, pod.gpu_idx, pod.start, pod.end = node, (g,), t0, window_end
+        pod.pod_ip = f"10.{node.cluster + 1}.250.{1 + i}"
+        pods.append(pod)
+    return pods
+
+
+def _cpu_only_pods(
+    factory: _PodFactory, cluster: Cluster, t0: int, window_end: int, step: int
+) -> list[Pod]:
+    """Feature-ETL jobs that need no GPU but run on the GPU nodes (two or three a day): they hold
+    cores and memory of the node, and pay for them from its CPU and memory parts."""
+    rng = factory.rng
+    nodes = [n for n in cluster.nodes if not n.reserved]
+    pods: list[Pod] = []
+    for day in range((window_end - t0) // SECONDS_PER_DAY):
+        for _ in range(rng.randint(2, 3)):
+            start = t0 + day * SECONDS_PER_DAY + rng.randrange(0, SECONDS_PER_DAY // step) * step
+            candidates = [n for n in nodes if n.join <= start]
+            if not candidates:
+                continue
+            user = rng.choice(factory.users)
+            project = factory._project_for(user)
+            job = factory._unique(lambda project=project: f"{project}-feature-etl-{_hex(rng, 5)}")
+            cores = rng.choice((4, 8, 16))
+            container = factory._container(
+                "etl", f"ghcr.io/acme/feature-etl:1.{rng.randint(0, 9)}.{rng.randint(0, 9)}",
+                str(cores), cores * 4 * GIB, 0,
+            )  # fmt: skip
+            factory.seq += 1
+            node = rng.choice(candidates)
+            end = min(window_end, start + rng.randrange(1, 5) * 3600)
+            pods.append(
+                Pod(seq=factory.seq, cluster=cluster.idx, kind="etl",
+                    name=f"{job}-{_suffix(rng, 5)}", namespace=f"team-{factory.user_team[user]}",
+                    uid=_uuid(rng), user=user, user_team=factory.user_team[user], project=project,
+                    gpus=0, arrival=start, duration=end - start, fixed_end=end,
+                    template=f"{cluster.idx}/etl/{factory.seq}", created_by_kind="Job",
+                    created_by_name=job, app="feature-etl", containers=[container], prof={},
+                    node=node, gpu_idx=(), start=start, end=end,
+                    pod_ip=f"10.{cluster.idx + 1}.251.{1 + len(pods) % 250}")
+            )  # fmt: skip
+    return pods
+
+
+def _shared_node_series(
+    node: Node, pods: list[Pod], ts: list[int], rng: random.Random, step: int, tz: int
+) -> tuple[dict[str, list], int]:
+    """DCGM series of the shared node for the steps ``ts``: one per MIG instance (GPU_I_ID /
+    GPU_I_PROFILE and its pod), one per time-sliced replica on the same UUID, one per idle GPU."""
+    out: dict[str, list] = {m: [] for m in DCGM_METRICS}
+    samples = 0
+    by_gpu: dict[int, list[Pod]] = {}
+    for p in pods:
+        by_gpu.setdefault(p.gpu_idx[0], []).append(p)
+    for gpu in node.gpus:
+        tenants: list[Pod | None] = list(by_gpu.get(gpu.index, [])) or [None]
+        for p in tenants:
+            vals = _segment_values(p, gpu, node.itype, ts, rng, step, tz)
+            extra: dict[str, str] = {}
+            if p is not None:
+                extra = {"container": p.containers[0].name, "namespace": p.namespace, "pod": p.name}
+                if "mig" in p.prof:
+                    extra |= {"GPU_I_ID": p.prof["mig"][0], "GPU_I_PROFILE": p.prof["mig"][1]}
+            for metric, values in zip(DCGM_METRICS, vals, strict=True):
+                labels = _sorted_labels({"__name__": metric, **gpu.labels, **extra})
+                out[metric].append((labels, [values]))
+            samples += len(DCGM_METRICS) * len(ts)
+    return out, samples
 
 
 def _assign_tags(
@@ -1153,6 +1398,13 @@ def _dcgm_day(
         if node.join >= day_end:
             continue
         k0 = max(0, (node.join - day_start) // step)
+        if node.reserved:
+            window = ts[k0 : min(n_steps, (window_end - day_start) // step)]
+            shared, n = _shared_node_series(node, by_node.get(node.idx, []), window, rng, step, tz)
+            for metric, series in shared.items():
+                out[metric].extend(series)
+            samples += n
+            continue
         gk0 = gk1 = 0
         if gap is not None and gap.node == node.idx:
             gk0 = min(n_steps, max(0, (gap.start - day_start) // step))
@@ -1275,7 +1527,7 @@ def _kube_day(
                 out["kube_pod_container_info"].append((_sorted_labels(cinfo), ones))
                 requests = [("cpu", "core", c.cpu), ("memory", "byte", c.memory)]
                 if c.gpus:
-                    requests.insert(0, ("nvidia_com_gpu", "integer", str(c.gpus)))
+                    requests.insert(0, (c.gpu_resource, "integer", str(c.gpus)))
                 for resource, unit, value in requests:
                     req = {
                         **base,
@@ -1479,6 +1731,170 @@ def _build_storage(
     return out
 
 
+# --------------------------------------------------------------------------------------------
+# Persistent volumes: claims, the pods holding them, and their disks on the bill (issue 4)
+# --------------------------------------------------------------------------------------------
+
+VOLUME_METRICS: tuple[str, ...] = (
+    "kube_persistentvolume_info",
+    "kube_persistentvolume_claim_ref",
+    "kube_persistentvolumeclaim_info",
+    "kube_pod_spec_volumes_persistentvolumeclaims_info",
+)
+
+
+@dataclass(slots=True)
+class _VolumeClaim:
+    cluster: Cluster
+    namespace: str
+    claim: str
+    volume: str  # the PersistentVolume's name (pvc-<uuid>, as dynamic provisioning names it)
+    volume_id: str  # the EBS volume id the bill names
+    size_gb: int
+    zone: str
+    holders: frozenset[str]  # uids of the pods whose spec names the claim
+
+
+def _build_volume_claims(
+    rng: random.Random, fleet: list[Cluster], pods: list[Pod]
+) -> list[_VolumeClaim]:
+    """Per cluster: a checkpoint claim held by one project's training / fine-tuning pods in their
+    namespace, a notebook home claim held by every incarnation of one user's notebook, and a scratch
+    claim no pod holds. Untagged disks: their bill lines follow the pods (or stay unallocated)."""
+    out: list[_VolumeClaim] = []
+    for cl in fleet:
+        mine = [p for p in pods if p.cluster == cl.idx]
+        jobs: dict[tuple[str, str], list[Pod]] = {}
+        for p in mine:
+            if p.kind in ("training", "finetune"):
+                jobs.setdefault((p.namespace, p.project), []).append(p)
+        notebooks: dict[tuple[str, str], list[Pod]] = {}
+        for p in mine:
+            if p.kind == "notebook":
+                notebooks.setdefault((p.namespace, p.created_by_name), []).append(p)
+        wanted: list[tuple[str, str, int, list[Pod]]] = []
+        if jobs:
+            (ns, project), held = max(jobs.items(), key=lambda kv: (len(kv[1]), kv[0]))
+            wanted.append((ns, f"ckpt-{project}", 2000, held))
+        if notebooks:
+            (ns, sts), held = max(notebooks.items(), key=lambda kv: (len(kv[1]), kv[0]))
+            wanted.append((ns, f"home-{sts}-0", 100, held))
+        scratch_ns = wanted[0][0] if wanted else "default"
+        wanted.append((scratch_ns, f"scratch-{cl.name}", 500, []))
+        for ns, claim, size, held in wanted:
+            out.append(
+                _VolumeClaim(
+                    cluster=cl,
+                    namespace=ns,
+                    claim=claim,
+                    volume="pvc-" + _uuid(rng),
+                    volume_id="vol-0" + _hex(rng, 16),
+                    size_gb=size,
+                    zone=rng.choice(cl.nodes).zone,
+                    holders=frozenset(p.uid for p in held),
+                )
+            )
+    return out
+
+
+def _claim_storage(claims: list[_VolumeClaim]) -> list[_Storage]:
+    """The claims' disks as untagged EBS bill lines, named by the volume id the PV carries."""
+    return [_Storage(c.cluster, "ebs", c.volume_id, c.size_gb, "", 0, c.zone) for c in claims]
+
+
+def _volume_kube_day(
+    cluster: Cluster,
+    claims: list[_VolumeClaim],
+    day_pods: list[Pod],
+    day_start: int,
+    step: int,
+    window_end: int,
+) -> dict[str, list]:
+    """One day of the PV / PVC / pod-volume series of one cluster. The cluster's first (even)
+    index names disks by the EBS CSI volume handle, the other by the in-tree ebs_volume_id."""
+    n_steps = SECONDS_PER_DAY // step
+    ts = list(range(day_start, day_start + SECONDS_PER_DAY, step))
+    out: dict[str, list] = {m: [] for m in VOLUME_METRICS}
+
+    def pairs(ks: int, ke: int) -> list[str]:
+        return [",".join([f'[{t},"1"]' for t in ts[ks:ke]])]
+
+    cname = cluster.name
+    mine = [c for c in claims if c.cluster is cluster]
+    for c in mine:
+        disk = (
+            {"csi_driver": "ebs.csi.aws.com", "csi_volume_handle": c.volume_id}
+            if cluster.idx % 2 == 0
+            else {"ebs_volume_id": f"aws://{c.zone}/{c.volume_id}"}
+        )
+        pv = {"cluster": cname, "persistentvolume": c.volume, "storageclass": "gp3", **disk}
+        ref = {"cluster": cname, "persistentvolume": c.volume}
+        ref |= {"claim_namespace": c.namespace, "name": c.claim}
+        pvc = {"cluster": cname, "namespace": c.namespace, "persistentvolumeclaim": c.claim}
+        pvc |= {"storageclass": "gp3", "volumename": c.volume}
+        for name, labels in (
+            ("kube_persistentvolume_info", pv),
+            ("kube_persistentvolume_claim_ref", ref),
+            ("kube_persistentvolumeclaim_info", pvc),
+        ):
+            out[name].append((_sorted_labels({"__name__": name, **labels}), pairs(0, n_steps)))
+    holders = {uid: c for c in mine for uid in c.holders}
+    metric = "kube_pod_spec_volumes_persistentvolumeclaims_info"
+    for p in day_pods:
+        c = holders.get(p.uid)
+        if c is None:
+            continue
+        ks = max(0, (p.start - day_start) // step)
+        ke = min(n_steps, (min(p.end, window_end) - day_start) // step)
+        if ke > ks:
+            labels = {"__name__": metric, "cluster": cname, "namespace": p.namespace, "pod": p.name}
+            labels |= {"uid": p.uid, "volume": "data", "persistentvolumeclaim": c.claim}
+            out[metric].append((_sorted_labels(labels), pairs(ks, ke)))
+    return out
+
+
+def _bill_day_tagged_egress(
+    focus: _FocusWriter, fleet: list[Cluster], day_start: int, project_team: dict[str, str]
+) -> None:
+    """One day's data transfer out of the first cluster's tagged NAT gateway: direct to its project
+    (the untagged egress lines of _bill_day stay shared by policy)."""
+    cl = fleet[0]
+    rng = random.Random(f"{cl.name}/egress/{day_start}")
+    project = sorted(project_team)[0]
+    gb = Decimal(rng.randrange(5_000, 60_000)) / 1000
+    cost = _money(gb * EGRESS_PER_GB)
+    sku = _sku(f"NatGateway-Bytes/{cl.region}")
+    focus.row(
+        BilledCost=cost,
+        ChargeCategory="Usage",
+        ChargeDescription="$0.090 per GB - data transfer out to the internet via NAT gateway",
+        ChargeFrequency="Usage-Based",
+        ChargePeriodStart=_iso(day_start),
+        ChargePeriodEnd=_iso(day_start + SECONDS_PER_DAY),
+        ConsumedQuantity=format(gb, "f"),
+        ConsumedUnit="GB",
+        ContractedCost=cost,
+        ContractedUnitPrice=_money(EGRESS_PER_GB),
+        EffectiveCost=cost,
+        ListCost=cost,
+        ListUnitPrice=_money(EGRESS_PER_GB),
+        PricingCategory="Standard",
+        PricingQuantity=format(gb, "f"),
+        PricingUnit="GB",
+        RegionId=cl.region,
+        RegionName=cl.region_name,
+        ResourceId=f"nat-0{hashlib.sha256(cl.name.encode()).hexdigest()[:16]}",
+        ResourceType="nat-gateway",
+        ServiceCategory="Networking",
+        ServiceName="AWS Data Transfer",
+        SkuId=sku,
+        SkuPriceId=f"{sku}.JRTCKXETXF.6YS6EN2CT7",
+        SubAccountId=cl.sub_account_id,
+        SubAccountName=cl.sub_account_name,
+        Tags=_tags({"project_id": project, "team_id": project_team[project]}),
+    )
+
+
 def _write_truth(path: Path, fleet: list[Cluster], pods: list[Pod]) -> None:
     """Every pod's true project (what attribution should find), for benchmarks and tests."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -1489,6 +1905,75 @@ def _write_truth(path: Path, fleet: list[Cluster], pods: list[Pod]) -> None:
             writer.writerow(
                 [fleet[p.cluster].name, p.namespace, p.name, p.uid, p.project, p.kind, p.tag_state]
             )
+
+
+def _write_pod_specs(
+    out_dir: Path, fleet: list[Cluster], pods: list[Pod], t0: int, days: int, window_end: int
+) -> int:
+    """Hard mode: a daily `kubectl get pods --all-namespaces -o json` snapshot per cluster (a v1
+    List of Pods) under inventory/kube/<cluster>/pods-<date>.json. Container command, args and
+    workingDir and the mounted volumes live only in the pod spec (kube-state-metrics does not export
+    them). Returns the number of files written."""
+    files = 0
+    for cl in fleet:
+        for d in range(days):
+            day_start = t0 + d * SECONDS_PER_DAY
+            day_end = min(day_start + SECONDS_PER_DAY, window_end)
+            alive = [
+                p for p in pods if p.cluster == cl.idx and p.start < day_end and p.end > day_start
+            ]
+            items = [_pod_object(p) for p in sorted(alive, key=lambda p: (p.start, p.seq))]
+            date = datetime.fromtimestamp(day_start, UTC).strftime("%Y-%m-%d")
+            path = out_dir / "inventory" / "kube" / cl.name / f"pods-{date}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            doc = {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {}}
+            path.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
+            files += 1
+    return files
+
+
+def _pod_object(p: Pod) -> dict[str, Any]:
+    """One Pod as the Kubernetes API returns it (the fields a snapshot keeps)."""
+    containers = []
+    for c in p.containers:
+        spec: dict[str, Any] = {"image": c.image, "name": c.name}
+        if c.command:
+            spec["command"] = c.command
+        if c.args:
+            spec["args"] = c.args
+        if c.working_dir:
+            spec["workingDir"] = c.working_dir
+        requests: dict[str, str] = {"cpu": c.cpu, "memory": c.memory}
+        if c.gpus:
+            requests["nvidia.com/gpu"] = str(c.gpus)
+        spec["resources"] = {"requests": requests}
+        containers.append(spec)
+    volumes = [
+        {"name": f"vol-{i}", "persistentVolumeClaim": {"claimName": claim}}
+        for i, claim in enumerate(p.volume_claims)
+    ]
+    labels = {k.removeprefix("label_"): v for k, v in p.labels.items()}
+    labels["app"] = p.app
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "creationTimestamp": _iso(p.start),
+            "labels": dict(sorted(labels.items())),
+            "name": p.name,
+            "namespace": p.namespace,
+            "ownerReferences": [
+                {"controller": True, "kind": p.created_by_kind, "name": p.created_by_name}
+            ],
+            "uid": p.uid,
+        },
+        "spec": {
+            "containers": containers,
+            "nodeName": p.node.name if p.node else None,
+            "volumes": volumes,
+        },
+        "status": {"podIP": p.pod_ip, "startTime": _iso(p.start)},
+    }
 
 
 def _write_org(out_dir: Path) -> Path:
@@ -1521,6 +2006,9 @@ def generate_month(
     progress: Callable[[str], None] | None = None,
     hard: bool = False,
     truth_csv: Path | None = None,
+    slurm_nodes: int = 2,
+    shared_gpus: bool = True,
+    cpu_only_pods: bool = True,
 ) -> dict:
     """Generate ``days`` days of raw billing, DCGM and kube-state-metrics files into ``out_dir``.
 
@@ -1533,6 +2021,11 @@ def generate_month(
     do not say the project, train -> eval pipelines, a project handed to another team mid-window.
     ``truth_csv`` (outside the landing zone) receives every pod's true project: cluster, namespace,
     pod, uid, project_id, kind, tag_state.
+    ``slurm_nodes`` GPU nodes (0: none) form a Slurm queue next to the Kubernetes clusters, with its
+    sacct dumps and DCGM series (see gpucost.generator_slurm).
+    ``shared_gpus`` adds an H100 inference node to the first cluster whose GPUs are split into MIG
+    instances (seven 1g.10gb; 3g.40gb + 2g.20gb + two 1g.10gb) or time-sliced between replicas (4
+    and 2); ``cpu_only_pods`` adds feature-ETL jobs that request only CPU and memory on GPU nodes.
     """
     if step_seconds <= 0 or 3600 % step_seconds:
         raise ValueError("step_seconds must divide 3600")
@@ -1540,6 +2033,8 @@ def generate_month(
         raise ValueError("days, nodes and clusters must be >= 1")
     if clusters > nodes:
         raise ValueError("need at least one node per cluster")
+    if slurm_nodes < 0:
+        raise ValueError("slurm_nodes must be >= 0")
     if not 0.0 <= untagged_fraction <= 1.0:
         raise ValueError("untagged_fraction must be within [0, 1]")
     out_dir = Path(out_dir)
@@ -1553,6 +2048,11 @@ def generate_month(
     rng = random.Random(seed)
     user_team, project_team, typo = _build_org(rng)
     fleet = _build_fleet(rng, nodes, clusters, t0, window_end)
+    shared_node = None
+    if shared_gpus:
+        shared_node = _add_shared_gpu_node(
+            fleet[0], random.Random(f"{seed}/shared-node"), nodes, t0
+        )
     account_id = str(rng.randrange(10**11, 10**12))
 
     # Workloads and scheduling (small: a few records per pod for the whole window).
@@ -1561,21 +2061,45 @@ def generate_month(
     for cl in fleet:
         wrng = random.Random(f"{seed}/workload/{cl.name}")
         factory = _PodFactory(
-            wrng, cl, user_team, project_team, step, hard=hard, handoff_at=(t0 + window_end) // 2
+            wrng,
+            cl,
+            user_team,
+            project_team,
+            step,
+            hard=hard,
+            handoff_at=(t0 + window_end) // 2,
+            spec_seed=f"{seed}/specs/{cl.name}",
         )
         arrivals = _cluster_arrivals(factory, cl, t0, window_end, step)
         arrivals_total += len(arrivals)
         all_pods.extend(_schedule(cl, arrivals, t0, window_end, step, wrng.randrange(0, 5000)))
+        extra = _PodFactory(
+            random.Random(f"{seed}/extra-workloads/{cl.name}"), cl, user_team, project_team, step
+        )
+        extra.seq = 1_000_000  # after the scheduled pods' sequence numbers
+        if shared_node is not None and shared_node.cluster == cl.idx:
+            all_pods.extend(_shared_gpu_pods(extra, shared_node, t0, window_end))
+        if cpu_only_pods:
+            all_pods.extend(_cpu_only_pods(extra, cl, t0, window_end, step))
+    hpc: generator_slurm.SlurmCluster | None = None
+    if slurm_nodes:
+        srng = random.Random(f"{seed}/slurm")
+        hpc = generator_slurm.build_cluster(srng, P4D, slurm_nodes, t0, GPUS_PER_NODE, _hex)
+        team_projects: dict[str, list[str]] = {}
+        for project, team in project_team.items():
+            team_projects.setdefault(team, []).append(project)
+        generator_slurm.schedule_jobs(srng, hpc, user_team, team_projects, t0, window_end, step)
     untagged, n_typo = _assign_tags(
         all_pods, random.Random(f"{seed}/tags"), untagged_fraction, typo
     )
 
     if truth_csv is not None:
         _write_truth(Path(truth_csv), fleet, all_pods)
+    spec_files = _write_pod_specs(out_dir, fleet, all_pods, t0, days, window_end) if hard else 0
 
     # Telemetry gap: one node's exporter is down for an hour.
     gap_rng = random.Random(f"{seed}/gap")
-    candidates = [n for cl in fleet for n in cl.nodes if n.join == t0]
+    candidates = [n for cl in fleet for n in cl.nodes if n.join == t0 and not n.reserved]
     gap_node = gap_rng.choice(candidates)
     gap_day = gap_rng.randrange(1, days - 1) if days > 2 else 0
     gap_start = t0 + gap_day * SECONDS_PER_DAY + gap_rng.randrange(8, 20) * 3600
@@ -1592,6 +2116,8 @@ def generate_month(
             by_day.setdefault((p.cluster, d), []).append(p)
 
     storage = _build_storage(random.Random(f"{seed}/storage"), fleet, project_team)
+    claims = _build_volume_claims(random.Random(f"{seed}/volumes"), fleet, all_pods)
+    storage.extend(_claim_storage(claims))
     bill_rng = random.Random(f"{seed}/bill")
     focus = _FocusWriter(out_dir, account_id, "Acme ML Payer")
     files = 1
@@ -1624,24 +2150,44 @@ def generate_month(
                 for metric, series in kube.items():
                     _write_matrix(kdir / f"{metric}.json", series)
                     files += 1
+                volumes = _volume_kube_day(cl, claims, pods_today, day_start, step, window_end)
+                for metric, series in volumes.items():
+                    _write_matrix(kdir / f"{metric}.json", series)
+                    files += 1
                 for p in pods_today:
+                    if p.node is None or p.node.reserved:
+                        continue  # the share of scheduled whole GPUs (the shared node is apart)
                     lo = max(p.start, day_start)
                     hi = min(p.end, window_end, day_start + SECONDS_PER_DAY)
                     if hi > lo:
                         allocated_gpu_s += p.gpus * (hi - lo)
                 for node in cl.nodes:
+                    if node.reserved:
+                        continue
                     lo = max(node.join, day_start)
                     if lo < day_start + SECONDS_PER_DAY:
                         existing_gpu_s += GPUS_PER_NODE * (day_start + SECONDS_PER_DAY - lo)
+            if hpc is not None:
+                generator_slurm.write_sacct_day(out_dir, hpc, day_start, window_end)
+                hrng = random.Random(f"{seed}/dcgm/{hpc.name}/{date}")
+                dcgm, n = generator_slurm.dcgm_day(hpc, day_start, step, window_end, hrng)
+                day_samples += n
+                ddir = out_dir / "metrics" / "dcgm" / hpc.name / date
+                ddir.mkdir(parents=True, exist_ok=True)
+                for metric, series in dcgm.items():
+                    _write_matrix(ddir / f"{metric}.json", series)
+                    files += 1
+                del dcgm
             samples_total += day_samples
-            _bill_day(focus, fleet, storage, day_start, bill_rng, sku_cache)
+            _bill_day(focus, fleet, storage, day_start, bill_rng, sku_cache, hpc)
+            _bill_day_tagged_egress(focus, fleet, day_start, project_team)
             if progress is not None:
                 progress(f"day {d + 1}/{days} ({date}): {day_pods} pods, {day_samples} samples")
         focus.close_month()
     finally:
         if focus.fh is not None:
             focus.fh.close()
-    files += focus.files
+    files += focus.files + spec_files
 
     return {
         "out_dir": str(out_dir),
@@ -1678,6 +2224,25 @@ def generate_month(
             ),
             None,
         ),
+        "slurm": None
+        if hpc is None
+        else {
+            "cluster": hpc.name,
+            "nodes": [n.name for n in hpc.nodes],
+            "jobs": len(hpc.jobs),
+            "array_tasks": sum(1 for j in hpc.jobs if "_" in j.job_id),
+        },
+        "volume_claims": [
+            {
+                "cluster": c.cluster.name,
+                "namespace": c.namespace,
+                "claim": c.claim,
+                "volume": c.volume,
+                "volume_id": c.volume_id,
+                "holders": sorted(c.holders),
+            }
+            for c in claims
+        ],
         "clusters": [
             {
                 "name": cl.name,
@@ -1698,6 +2263,7 @@ def _bill_day(
     day_start: int,
     rng: random.Random,
     sku_cache: dict[str, str],
+    hpc: generator_slurm.SlurmCluster | None = None,
 ) -> None:
     focus.open_month(day_start)
     dt = datetime.fromtimestamp(day_start, UTC)
@@ -1708,7 +2274,7 @@ def _bill_day(
     for h in range(24):
         hs = day_start + h * 3600
         hs_iso, he_iso = _iso(hs), _iso(hs + 3600)
-        for cl in fleet:
+        for cl in [*fleet, *([hpc] if hpc is not None else [])]:
             tags = _tags({"cluster": cl.name})
             for node in cl.nodes:
                 if node.join > hs:

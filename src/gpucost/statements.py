@@ -38,7 +38,7 @@ MODE_LABELS = {
 ATTRIBUTION_METHODS = ("bill_tag", "pod_label", "slurm_account", "policy", "none")
 KIND_LABELS = {
     "direct": "Tagged bill lines",
-    "usage": "GPU time of the project's workloads",
+    "usage": "GPU time of the project's workloads (and their volumes)",
     "idle": "Idle GPU time carried under the idle policy",
     "shared": "Share of untagged overheads (storage, network, support, tax, credits)",
     "unallocated": "Money whose project is not known",
@@ -55,6 +55,7 @@ POLICY_LABELS = {
     "idle_visible": "idle GPU time kept visible as __idle__ (idle policy: visible)",
     "shared_by_effective_cost": "spread in proportion to the effective cost already placed on "
     "each owner",
+    "volume_claim": "a storage volume, split by the time each workload held its claim",
 }
 METHOD_LABELS = {
     "bill_tag": "a project tag on the bill line",

@@ -93,9 +93,9 @@ def real_focus_warehouse(tmp_path_factory) -> Warehouse:
     )
 
 
-# Parallel runs (pytest-xdist, `-n 2 --dist loadgroup` in scripts/test.sh): tests sharing a built warehouse
-# run on one worker so each session fixture is built once; other tests go by module, keeping module-scoped
-# fixtures on one worker too.
+# Parallel runs (pytest-xdist, `-n 2 --dist loadgroup` in scripts/test.sh): tests sharing a built
+# warehouse run on one worker so each session fixture is built once; other tests go by module, keeping
+# module-scoped fixtures on one worker too.
 _SHARED_BUILDS = ("generated_warehouse", "real_focus_warehouse")
 
 

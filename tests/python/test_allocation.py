@@ -214,7 +214,7 @@ def node_lines_and_usages(draw):
     return lines, usages
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # speed is a benchmark, not a test
 @given(node_lines_and_usages(), st.sampled_from(["requested", "used", "max"]), st.randoms())
 def test_proration_conserves_each_line_and_is_order_free(data, basis, rnd):
     lines, usages = data
@@ -234,7 +234,7 @@ def test_proration_conserves_each_line_and_is_order_free(data, basis, rnd):
     )
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # speed is a benchmark, not a test
 @given(node_lines_and_usages(), st.sampled_from(["proportional", "even", "platform", "visible"]))
 def test_idle_spreading_conserves_each_idle_row(data, policy):
     lines, usages = data
@@ -264,7 +264,7 @@ def test_idle_spreading_conserves_each_idle_row(data, policy):
         assert D(0) <= row["allocation_ratio"] <= D(1)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # speed is a benchmark, not a test
 @given(
     st.lists(money, min_size=1, max_size=8),
     st.dictionaries(st.sampled_from(["a|1", "b|2", "c|3", "d|4"]), money, max_size=4),

@@ -7,10 +7,14 @@ import random
 import pytest
 
 from gpucost.attribution import (
+    attribute,
+    calibration_weights,
     evaluate,
     fit,
     history_features,
     holdout_predictions,
+    label_patterns,
+    masked,
     predict,
     predict_untagged,
     static_features,
@@ -114,7 +118,7 @@ def test_calibrated_probabilities_match_observed_frequencies(n):
     # so a calibrated model says about 0.8 and is right about 80 % of the time
     records = _records(n, seed=5)
     pairs, model = holdout_predictions(records, PROJECTS, test_fraction=0.3)
-    assert model is not None and model.calibration == "temperature"
+    assert model is not None and model.calibration == "platt_top_label"
     report = evaluate(
         ((p.project_id, truth, p.confidence, 1.0) for p, truth in pairs), threshold=0.5
     )
@@ -148,6 +152,101 @@ def test_too_few_labels_give_no_model_and_no_owner():
     predictions, model = predict_untagged(records, PROJECTS)
     assert model is None
     assert all(p.project_id is None and p.confidence == 0.0 for p in predictions)
+
+
+def test_one_training_gives_predictions_and_a_time_based_holdout():
+    records = _records(1000, seed=7)
+    for r in records[::3]:
+        r["known_project_id"] = None
+    result = attribute(records, PROJECTS, training_days=None, holdout_fraction=0.2, seed=1)
+    model = result.model
+    assert model is not None and model.calibration == "platt_top_label"
+    labelled = [r for r in records if r["known_project_id"]]
+    # the hold-out is the latest fifth of the labelled workloads; the regression saw it only
+    # after it was measured (training continued on it), so every label is used once
+    assert len(result.holdout) == model.calibration_workloads == 134
+    assert model.training_workloads == len(labelled)
+    start = {r["workload_id"]: r["started_epoch"] for r in records}
+    held = {p.workload_id for p, _ in result.holdout}
+    assert min(start[w] for w in held) > max(
+        start[r["workload_id"]] for r in labelled if r["workload_id"] not in held
+    )
+    assert {p.workload_id for p in result.predictions} == {r["workload_id"] for r in records[::3]}
+    # the same inputs give the same output
+    again = attribute(records, PROJECTS, training_days=None, holdout_fraction=0.2, seed=1)
+    assert again.predictions == result.predictions and again.holdout == result.holdout
+    # a held-out workload is scored before training continues on it: its own label cannot move its
+    # prediction (the latest one: no other workload's history reads it)
+    last = max(labelled, key=lambda r: r["started_epoch"])
+    flipped = [dict(r) for r in records]
+    for r in flipped:
+        if r["workload_id"] == last["workload_id"]:
+            r["known_project_id"] = next(p for p in PROJECTS if p != last["known_project_id"])
+    other = attribute(flipped, PROJECTS, training_days=None, holdout_fraction=0.2, seed=1)
+    before = next(p for p, _ in result.holdout if p.workload_id == last["workload_id"])
+    after = next(p for p, _ in other.holdout if p.workload_id == last["workload_id"])
+    assert after == before
+    assert other.predictions != result.predictions  # the production model did learn it
+
+
+def test_calibration_weights_follow_the_mix_to_score():
+    calibration = [
+        {"workload_id": "a", "created_by_kind": "Job", "gpu_count": 1, "duration_hours": 2},
+        {"workload_id": "b", "created_by_kind": "StatefulSet", "gpu_count": 1, "duration_hours": 2},
+    ]
+    targets = [
+        {
+            "workload_id": "t1",
+            "created_by_kind": "StatefulSet",
+            "gpu_count": 1,
+            "duration_hours": 3,
+        },
+        {"workload_id": "t2", "created_by_kind": "Job", "gpu_count": 1, "duration_hours": 1},
+    ]
+    # calibration GPU-hours are 50/50 by kind; the targets' are Job 25 %, StatefulSet 75 %
+    assert calibration_weights(calibration, targets) == pytest.approx([2 * 0.5, 2 * 1.5])
+
+
+def test_masking_drops_the_user_as_often_as_the_targets_lack_one():
+    targets = [{"user_id": "u" if i % 4 else None, "team_label": "t"} for i in range(400)]
+    patterns = label_patterns(targets)
+    assert dict(patterns) == {(True, True): 0.75, (False, True): 0.25}
+    features = {"user=alice": 1.0, "user_mix=rag-search": 0.5, "team=nlp": 1.0, "ns=team-nlp": 1.0}
+    shown = [masked(features, {"workload_id": f"w{i}"}, patterns, seed=0) for i in range(2000)]
+    no_user = [f for f in shown if "user=__none__" in f]
+    assert 0.2 < len(no_user) / len(shown) < 0.3
+    for f in no_user:
+        assert not any(k.startswith(("user=alice", "user_mix=")) for k in f)
+        assert f["team=nlp"] == 1.0 and f["ns=team-nlp"] == 1.0
+    # deterministic per workload
+    assert masked(features, {"workload_id": "w7"}, patterns, seed=0) == shown[7]
+
+
+def test_launch_line_is_a_signal_and_a_read_checkpoint_names_its_producer():
+    train = {
+        "workload_id": "c/ns/exp-3fa2c-0/u1",
+        "created_by_name": "exp-3fa2c",
+        "user_id": "alice",
+        "started_epoch": 100,
+        "duration_hours": 1.0,
+        "command_line": "torchrun train.py --data s3://acme-datasets/web-crawl/ --output"
+        " s3://acme-checkpoints/nlp/exp-3fa2c/",
+        "working_dir": "/workspace/ml-nlp",
+    }
+    evaluation = {
+        "workload_id": "c/ns/eval-9b1d0-x2k4p/u2",
+        "created_by_name": "eval-9b1d0",
+        "started_epoch": 90_000,
+        "command_line": "python -m eval_harness --model s3://acme-checkpoints/nlp/exp-3fa2c/final",
+    }
+    features = static_features(train, PROJECTS)
+    assert {"cmd=web-crawl", "cmd=acme-datasets", "dir=ml-nlp"} <= set(features)
+    history = history_features([train, evaluation], {train["workload_id"]: "rag-search"})
+    assert history[evaluation["workload_id"]]["reads_prev=rag-search"] == 1.0
+    # a producer's label is read only once it started before the reader
+    late = dict(train, started_epoch=100_000)
+    history = history_features([late, evaluation], {late["workload_id"]: "rag-search"})
+    assert "reads_prev=rag-search" not in history[evaluation["workload_id"]]
 
 
 def test_evaluate_hand_computed():

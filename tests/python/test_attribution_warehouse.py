@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import PROJECT_DIR, Warehouse
+from .conftest import PROJECT_DIR, Warehouse, run_dbt
 
 pytestmark = pytest.mark.warehouse
 
@@ -234,3 +234,56 @@ def test_benchmark_command_scores_untagged_pods_against_the_truth(tmp_path, caps
         and f"{r['cluster']}/{r['namespace']}/{r['pod']}/{r['uid']}" in ran
     ]
     assert int(scored) == len(untagged_ran) > 0
+
+
+def test_cost_below_the_threshold_goes_to_the_suspense_owner(generated_warehouse):
+    """With vars gpucost_attribution_suspense_team_id / _project_id set, what no label, override,
+    rule or confident prediction placed is owned by the suspense project instead of nobody, and
+    every bill line still reconciles (the build's singular tests) with the same total."""
+    ((none_cost, none_workloads, total),) = generated_warehouse.sql(
+        "select sum(effective_cost) filter (where workload_id is not null and attribution_method = 'none'),"
+        " count(distinct workload_id) filter (where attribution_method = 'none'), sum(effective_cost)"
+        " from marts.fct_cost_allocation"
+    )
+    assert none_cost > 0 and none_workloads > 0
+    rebuilt = generated_warehouse.copy("suspense")
+    result = run_dbt(
+        generated_warehouse.landing,
+        rebuilt,
+        generated_warehouse.work / "suspense",
+        "build",
+        "--select",
+        "int_workloads+",
+        "--vars",
+        "{gpucost_attribution_suspense_team_id: finops, gpucost_attribution_suspense_project_id: gpu-suspense}",
+    )
+    assert result.returncode == 0, result.stdout[-6000:]
+    rows = generated_warehouse.sql(
+        "select attribution_method, team_id, project_id, count(distinct workload_id),"
+        " sum(effective_cost), max(attribution_confidence)"
+        " from marts.fct_cost_allocation where workload_id is not null"
+        " and attribution_method in ('none', 'suspense') group by 1, 2, 3",
+        warehouse=rebuilt,
+    )
+    ((method, team, project, workloads, suspense_cost, confidence),) = rows
+    assert (method, team, project, workloads, confidence) == (
+        "suspense",
+        "finops",
+        "gpu-suspense",
+        none_workloads,
+        0,
+    )
+    # the same money: each bill line's largest-remainder split (in 1e-18 units) may hand a unit
+    # to another owner now that these rows have one, so per-workload sums agree to 1e-15
+    assert abs(suspense_cost - none_cost) < Decimal("1e-15")
+    # the review queue still lists them (they are below the threshold), with the cost at stake
+    ((queued, queued_cost, methods),) = generated_warehouse.sql(
+        "select count(*), sum(effective_cost), list(distinct attribution_method)"
+        " from marts.rpt_attribution_review",
+        warehouse=rebuilt,
+    )
+    assert (queued, queued_cost, methods) == (none_workloads, suspense_cost, ["suspense"])
+    ((total_after,),) = generated_warehouse.sql(
+        "select sum(effective_cost) from marts.fct_cost_allocation", warehouse=rebuilt
+    )
+    assert total_after == total

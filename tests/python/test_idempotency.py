@@ -7,6 +7,7 @@ not physical order.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -100,3 +101,60 @@ def test_an_incremental_run_with_late_telemetry_equals_a_full_refresh(
         generated_warehouse.path, "intermediate"
     )
     assert fingerprints(warehouse) == fingerprints(generated_warehouse.path)
+
+
+def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(
+    generated_warehouse, tmp_path
+):
+    # the staging tables read each landed file once: a second build reads nothing again; a file
+    # re-delivered with other values (day 1, far outside a 6-hour lookback) is read again and its hours
+    # are recomputed; files that disappear (a whole cluster-day of DCGM) leave only a tombstone row and
+    # their hours are recomputed too. The result equals a fresh build of what is landed then.
+    landing = tmp_path / "landing"
+    shutil.copytree(generated_warehouse.landing, landing)
+    warehouse = tmp_path / "incremental.duckdb"
+    lookback = ("--vars", "{gpucost_lookback_hours: 6}")
+    assert run_dbt(landing, warehouse, tmp_path, "build", *lookback).returncode == 0
+
+    def loaded(kind: str, tombstones: bool = False) -> dict[str, str]:
+        with duckdb.connect(str(warehouse), read_only=True) as con:
+            rows = con.sql(
+                f"select source_file, min(loaded_at), max(loaded_at) from staging.base_{kind}__series"
+                f" where (source_file_size is null) = {tombstones} group by 1"
+            ).fetchall()
+        assert all(first == last for _, first, last in rows)
+        return {Path(file).relative_to(landing).as_posix(): str(first) for file, first, _ in rows}
+
+    first_dcgm, first_kube = loaded("dcgm"), loaded("kube")
+    assert run_dbt(landing, warehouse, tmp_path, "build", *lookback).returncode == 0
+    assert loaded("dcgm") == first_dcgm and loaded("kube") == first_kube
+
+    clusters = sorted(p for p in (landing / "metrics" / "dcgm").iterdir() if p.is_dir())
+    assert len(clusters) >= 2
+    day_one = sorted(p for p in clusters[0].iterdir() if p.is_dir())[0]
+    redelivered = day_one / "DCGM_FI_DEV_GPU_UTIL.json"
+    text = redelivered.read_text()
+    changed_text = re.sub(r'"([0-9]+)"\]', lambda m: f'"{(int(m[1]) + 37) % 100}"]', text)
+    assert changed_text != text
+    redelivered.write_text(changed_text)
+    removed_day = sorted(p for p in clusters[1].iterdir() if p.is_dir())[0]
+    removed = {p.relative_to(landing).as_posix() for p in removed_day.glob("*.json")}
+    shutil.rmtree(removed_day)
+    removed_kube = next((landing / "metrics" / "kube").glob("*/*/kube_node_status_capacity.json"))
+    removed_kube.unlink()
+
+    second = run_dbt(landing, warehouse, tmp_path, "build", *lookback)
+    assert second.returncode == 0, second.stdout[-4000:]
+    after_dcgm, after_kube = loaded("dcgm"), loaded("kube")
+    changed = {file for file in after_dcgm if after_dcgm[file] != first_dcgm.get(file)}
+    assert changed == {redelivered.relative_to(landing).as_posix()}
+    assert set(first_dcgm) - set(after_dcgm) == removed
+    assert set(loaded("dcgm", tombstones=True)) == removed
+    assert set(first_kube) - set(after_kube) == {removed_kube.relative_to(landing).as_posix()}
+    assert after_kube == {file: first_kube[file] for file in after_kube}
+
+    fresh = tmp_path / "fresh.duckdb"
+    assert run_dbt(landing, fresh, tmp_path, "build").returncode == 0
+    assert fingerprints(warehouse, "intermediate") == fingerprints(fresh, "intermediate")
+    assert fingerprints(warehouse) == fingerprints(fresh)
+    assert fingerprints(fresh) != fingerprints(generated_warehouse.path)

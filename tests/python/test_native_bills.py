@@ -558,10 +558,12 @@ def test_cost_components_name_what_each_line_bought(native_warehouse):
 
 
 def test_gpu_node_lines_are_the_gpu_compute_component(generated_warehouse):
+    # a GPU node sells GPU time, and CPU and memory: its line's parts (docs/allocation.md)
     rows = generated_warehouse.sql(
         "select distinct cost_component from marts.fct_cost_allocation where line_class = 'gpu_node'"
+        " order by 1"
     )
-    assert rows == [("compute_gpu",)]
+    assert rows == [("compute_cpu",), ("compute_gpu",), ("compute_memory",)]
 
 
 def test_gcp_credits_are_lines_of_their_own_and_invoice_month_decides(native_warehouse):

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from tests.python.conftest import Warehouse, run_dbt
@@ -275,3 +276,29 @@ def test_time_sliced_gpu_by_measured_use(root):
     assert per_workload(warehouse, "i-ts") == {
         "ts-1": D("0.40"), "ts-2": D("0.80"), "ts-3": D("1.20"), "ts-4": D("1.60"),
     }  # fmt: skip
+
+
+def test_an_incremental_run_keeps_a_slots_own_step(tmp_path):
+    # a GPU scraped every 10 minutes from 09:00 to 10:00: hour 10 holds one sample. A run whose window
+    # starts at 10:00 (lookback 0) must still count that sample as 600 s (the series' step, known from
+    # the samples before the window), not the 60 s default: the incremental build equals the full one.
+    landing = make_landing(tmp_path)
+    minutes = list(range(-60, 1, 10))
+    slow = {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "UUID": "GPU-slow", "Hostname": "slow",
+            "modelName": A100}  # fmt: skip
+    write_prom(
+        landing / "metrics" / "dcgm" / "k8s" / "2026-10-01" / "DCGM_FI_DEV_GPU_UTIL.slow.json",
+        [series(slow, minutes, "50")],
+    )
+    warehouse = tmp_path / "gpucost.duckdb"
+    lookback = ("--vars", "{gpucost_lookback_hours: 0}")
+    for _ in range(2):  # a full build, then an incremental one over hour 10 only
+        result = run_dbt(landing, warehouse, tmp_path, "build", *lookback)
+        assert result.returncode == 0, result.stdout[-6000:]
+    assert "incremental model intermediate.int_gpu_usage_hourly" in result.stdout
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        slow_hours = con.sql(
+            f"select hour_start_epoch - {T0}, sum(gpu_ms) from intermediate.int_gpu_usage_hourly"
+            " where node_name = 'slow' group by 1 order by 1"
+        ).fetchall()
+    assert slow_hours == [(-3600, 3_600_000), (0, 600_000)]

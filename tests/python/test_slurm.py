@@ -170,3 +170,22 @@ def test_controller_time_zone_is_converted_to_utc(tmp_path):
         " where allocation_id = 'hpc-east/1001' and is_allocation"
     )[0]
     assert started == "2026-09-30 22:05:00"  # 00:05 CEST (UTC+2)
+
+
+def test_submit_line_and_work_dir_are_attribution_signals(tmp_path):
+    """A Slurm job is a row of int_workload_features like a pod: its SubmitLine is the launch line,
+    its WorkDir the working directory, its JobName the owner name (gpucost.attribution reads them)."""
+    landing = _landing(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    warehouse = Warehouse(landing=landing, path=work / "gpucost.duckdb", work=work)
+    result = run_dbt(landing, warehouse.path, work, "build", "--select", "+int_workload_features")
+    assert result.returncode == 0, result.stdout[-5000:]
+    rows = warehouse.sql(
+        "select command_line, working_dir, created_by_kind, created_by_name, partition_name,"
+        " known_project_id from intermediate.int_workload_features"
+        " where workload_id = 'hpc-east/slurm/2000_7'"
+    )
+    assert rows == [
+        ("sbatch --array=1-9 sweep.sh", "/scratch/bob", "SlurmJob", "sweep", "gpu", "vision")
+    ]

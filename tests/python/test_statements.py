@@ -132,7 +132,8 @@ def test_policies_and_attribution_add_up_to_the_statement(generated_warehouse):
         "select distinct allocation_kind, allocation_basis from marts.fct_cost_allocation"
     )
     idle_bases = {basis for kind, basis in bases if kind == "idle"}
-    assert idle_bases == {"idle_proportional"}  # the default idle policy
+    # the default idle policy, for GPU time and for the nodes' CPU and memory parts
+    assert idle_bases == {"idle_proportional", "cpu:idle_proportional", "memory:idle_proportional"}
     for statement in statements:
         assert sum((a for _, _, a in statement.policies), Decimal(0)) == statement.total_billed
         for kind in KINDS:
@@ -152,7 +153,9 @@ def test_policies_and_attribution_add_up_to_the_statement(generated_warehouse):
         assert statement.confidence is not None
         assert sum((a for _, a in statement.confidence), Decimal(0)) == statement.total_billed
     nlp = next(s for s in statements if s.team_id == "nlp")
-    assert ("idle", "idle_proportional", nlp.kind_totals["idle"]) in nlp.policies
+    idle_policies = {basis: amount for kind, basis, amount in nlp.policies if kind == "idle"}
+    assert "idle_proportional" in idle_policies  # GPU time's idle, beside the CPU and memory parts'
+    assert sum(idle_policies.values(), Decimal(0)) == nlp.kind_totals["idle"]
     assert ("shared", "shared_by_effective_cost", nlp.kind_totals["shared"]) in nlp.policies
 
 
@@ -201,7 +204,19 @@ def test_confidence_section_appears_when_the_column_exists(generated_warehouse):
     )
     assert abs(bands["high"] - (exact["bill_tag"] + exact["pod_label"])) < Decimal("0.10")
     assert abs(bands["medium"] - exact["policy"]) < Decimal("0.10")
-    assert abs(bands["not scored"] - exact["none"]) < Decimal("0.10")
+    # every other method (none, slurm_account, rule, model, ...) was left without a score
+    unscored = sum(
+        (
+            amount
+            for method, amount in exact.items()
+            if method not in {"bill_tag", "pod_label", "policy"}
+        ),
+        Decimal(0),
+    )
+    assert set(exact) - {"bill_tag", "pod_label", "policy", "none"}, (
+        "the month has other methods too"
+    )
+    assert abs(bands["not scored"] - unscored) < Decimal("0.10")
     from gpucost.statements import render_html
 
     page = render_html(statement)

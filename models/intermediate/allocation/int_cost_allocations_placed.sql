@@ -1,5 +1,6 @@
--- Every allocation that does not depend on other owners' costs: direct lines, GPU usage, spread idle,
--- and lines that cannot be placed. Owners resolved; `unallocated` wherever the project is unknown.
+-- Every allocation that does not depend on other owners' costs: direct lines, GPU usage, spread idle, the CPU
+-- and memory parts of GPU node lines, volumes split over the pods that held their claim, and lines that cannot
+-- be placed. Owners resolved; `unallocated` wherever the project is unknown.
 {%- set placed_classes = "'direct', 'unallocated'"
     ~ (", 'idle_commitment'" if var('gpucost_idle_policy') in ('visible', 'platform') else "") %}
 with
@@ -26,6 +27,18 @@ prorated as (
 idle_spread as (
 
     select * from {{ ref('int_gpu_idle_costs_spread') }}
+
+),
+
+compute_parts as (
+
+    select * from {{ ref('int_node_compute_costs_prorated') }}
+
+),
+
+volume_prorated as (
+
+    select * from {{ ref('int_volume_costs_prorated') }}
 
 ),
 
@@ -163,6 +176,97 @@ idle as (
 
 ),
 
+compute as (
+
+    -- the CPU and memory parts of GPU node lines: requested by workloads, or their idle (own basis, own idle)
+    select
+        compute_parts.charge_id,
+        compute_parts.workload_id,
+        case
+            when compute_parts.allocation_kind = 'unallocated' then '{{ unallocated_owner() }}'
+            when compute_parts.recipient = 'platform' then '{{ var("gpucost_platform_team_id") }}'
+            when compute_parts.recipient = 'unowned' then '{{ idle_owner() }}'
+            else coalesce(workloads.team_id, '{{ unallocated_owner() }}')
+        end as team_id,
+        case
+            when compute_parts.allocation_kind = 'unallocated' then '{{ unallocated_owner() }}'
+            when compute_parts.recipient = 'platform' then '{{ var("gpucost_platform_project_id") }}'
+            when compute_parts.recipient = 'unowned' then '{{ idle_owner() }}'
+            else coalesce(workloads.project_id, '{{ unallocated_owner() }}')
+        end as project_id,
+        workloads.user_id,
+        case
+            when compute_parts.allocation_kind = 'unallocated' then 'unallocated'
+            when compute_parts.recipient in ('platform', 'unowned') then 'idle'
+            when workloads.is_attributed then compute_parts.allocation_kind
+            else 'unallocated'
+        end as allocation_kind,
+        compute_parts.allocation_basis,
+        case
+            when compute_parts.recipient = 'platform' then 'policy'
+            when compute_parts.allocation_kind = 'unallocated' or compute_parts.recipient = 'unowned' then 'none'
+            else coalesce(workloads.attribution_method, 'none')
+        end as attribution_method,
+        case when compute_parts.workload_id is not null then workloads.attribution_rule_id end as attribution_rule_id,
+        case
+            when compute_parts.recipient = 'platform' then cast(1 as double)
+            when compute_parts.allocation_kind = 'unallocated' or compute_parts.recipient = 'unowned'
+                then cast(0 as double)
+            else coalesce(workloads.attribution_confidence, cast(0 as double))
+        end as attribution_confidence,
+        case
+            when compute_parts.allocation_kind = 'unallocated' then compute_parts.unallocated_reason
+            when compute_parts.workload_id is not null and not coalesce(workloads.is_attributed, false)
+                then compute_parts.resource_part || '_'
+                    || case when compute_parts.allocation_kind = 'idle' then 'idle_share' else 'usage' end
+                    || '_of_' || coalesce(workloads.unattributed_reason, 'unknown_workload')
+        end as unallocated_reason,
+        compute_parts.allocation_ratio,
+        compute_parts.billed_cost,
+        compute_parts.effective_cost
+    from compute_parts
+    left join workloads on compute_parts.workload_id = workloads.workload_id
+
+),
+
+volume as (
+
+    -- a disk behind a PersistentVolume: the pods that held its claim pay by holding time, each under its
+    -- workload's owner; nobody held it: unallocated with the reason
+    select
+        volume_prorated.charge_id,
+        volume_prorated.workload_id,
+        coalesce(workloads.team_id, '{{ unallocated_owner() }}') as team_id,
+        coalesce(workloads.project_id, '{{ unallocated_owner() }}') as project_id,
+        workloads.user_id,
+        case
+            when volume_prorated.allocation_kind = 'unallocated' then 'unallocated'
+            when workloads.is_attributed then 'usage'
+            else 'unallocated'
+        end as allocation_kind,
+        volume_prorated.allocation_basis,
+        case
+            when volume_prorated.allocation_kind = 'unallocated' then 'none'
+            else coalesce(workloads.attribution_method, 'none')
+        end as attribution_method,
+        workloads.attribution_rule_id,
+        case
+            when volume_prorated.allocation_kind = 'unallocated' then cast(0 as double)
+            else coalesce(workloads.attribution_confidence, cast(0 as double))
+        end as attribution_confidence,
+        case
+            when volume_prorated.allocation_kind = 'unallocated' then volume_prorated.unallocated_reason
+            when not coalesce(workloads.is_attributed, false)
+                then 'volume_claim_of_' || coalesce(workloads.unattributed_reason, 'unknown_workload')
+        end as unallocated_reason,
+        volume_prorated.allocation_ratio,
+        volume_prorated.billed_cost,
+        volume_prorated.effective_cost
+    from volume_prorated
+    left join workloads on volume_prorated.workload_id = workloads.workload_id
+
+),
+
 final as (
 
     select * from direct_and_unplaced
@@ -170,6 +274,10 @@ final as (
     select * from usage
     union all
     select * from idle
+    union all
+    select * from compute
+    union all
+    select * from volume
 
 )
 

@@ -1,6 +1,8 @@
 -- Every usable bill line with the path its money takes:
 --   gpu_node     the resource is a node we have telemetry for: prorated by GPU time (Python model)
 --   direct       tagged with a known project: goes to that project whole
+--   volume_claim untagged (or tagged with an unknown project) and its resource is the cloud disk behind a
+--                Kubernetes PersistentVolume: split over the pods that held the claim (int_volume_claim_lines)
 --   shared       untagged storage, network, support, tax, credits...: spread by owners' direct cost
 --   unallocated  cannot be placed (bad charge period, GPU instance without telemetry, unknown project tag)
 --   idle_commitment  unused commitment (CommitmentDiscountStatus Unused: Azure UnusedReservation /
@@ -49,6 +51,13 @@ nodes as (
 
 ),
 
+persistent_volumes as (
+
+    select * from {{ ref('stg_kube__persistent_volumes') }}
+    where volume_key is not null
+
+),
+
 org_mapping as (
 
     select * from {{ ref('stg_reference__org_mapping') }}
@@ -77,6 +86,23 @@ node_matches as (
     from charges
     inner join nodes
         on charges.resource_id in (nodes.instance_id, nodes.provider_id, nodes.node_name)
+        -- a GPU node outside kube (Slurm on EC2, e.g. AWS ParallelCluster): the bill names the instance and
+        -- carries the host name Slurm and DCGM know as the resource's name
+        or (nodes.instance_id is null and charges.resource_name = nodes.node_name)
+    group by 1
+
+),
+
+volume_matches as (
+
+    -- the bill names the disk (vol-0abc, an ARN, a GCP self-link, an Azure resource id): macro volume_key
+    select
+        charges.charge_id,
+        min(persistent_volumes.volume_key) as volume_key,
+        min(persistent_volumes.cluster_id) as cluster_id
+    from charges
+    inner join persistent_volumes
+        on {{ volume_key('charges.resource_id') }} = persistent_volumes.volume_key
     group by 1
 
 ),
@@ -112,8 +138,9 @@ classified as (
     select
         tagged.charge_id,
         node_matches.node_id,
-        node_matches.cluster_id,
+        coalesce(node_matches.cluster_id, volume_matches.cluster_id) as cluster_id,
         node_matches.node_name,
+        volume_matches.volume_key,
         gpu_type_matches.instance_type as gpu_instance_type,
         case
             when tagged.tag_project_norm is null then null
@@ -135,6 +162,7 @@ classified as (
     from tagged
     cross join mapping_size
     left join node_matches on tagged.charge_id = node_matches.charge_id
+    left join volume_matches on tagged.charge_id = volume_matches.charge_id
     left join gpu_type_matches on tagged.charge_id = gpu_type_matches.charge_id
     left join org_mapping on tagged.tag_project_norm = org_mapping.project_id
 
@@ -150,6 +178,7 @@ final as (
             when node_id is not null then 'gpu_node'
             when gpu_instance_type is not null then 'unallocated'
             when direct_project_id is not null then 'direct'
+            when volume_key is not null then 'volume_claim'
             when tag_project_norm is not null then 'unallocated'
             else 'shared'
         end as line_class,
@@ -159,11 +188,14 @@ final as (
             when node_id is not null then null
             when gpu_instance_type is not null then 'gpu_resource_without_telemetry: ' || gpu_instance_type
             when direct_project_id is not null then null
+            when volume_key is not null then null
             when tag_project_norm is not null then 'unknown_project_tag: ' || tag_project_norm
         end as unallocated_reason,
         node_id,
         cluster_id,
         node_name,
+        -- the PersistentVolume disk the resource is (used only when line_class = volume_claim)
+        volume_key,
         direct_project_id,
         coalesce(direct_team_id, '{{ unallocated_owner() }}') as direct_team_id,
         direct_user_id,

@@ -1,4 +1,5 @@
--- GPU node bill lines with the GPU time the node offered during the line's charge period.
+-- GPU node bill lines with the GPU time the node offered during the line's charge period, and how the line's
+-- GPU part is shared: the node's pool (seed allocation_pools) names the basis and task-complexity weighting.
 with
 
 classified as (
@@ -53,6 +54,36 @@ capacity as (
 
 ),
 
+gpu_nodes as (
+
+    select * from {{ ref('int_gpu_nodes') }}
+
+),
+
+pools as (
+
+    select * from {{ ref('stg_reference__allocation_pools') }}
+
+),
+
+pool_matches as (
+
+    -- the node's pool: the first (lowest priority) whose patterns all match; none -> the project default
+    select
+        lines.charge_id,
+        arg_min(pools.pool_id, pools.priority) as pool_id,
+        arg_min(pools.gpu_allocation_basis, pools.priority) as gpu_allocation_basis,
+        arg_min(pools.complexity_weighting, pools.priority) as complexity_weighting
+    from lines
+    left join gpu_nodes on lines.node_id = gpu_nodes.node_id
+    inner join pools
+        on regexp_matches(lines.cluster_id, coalesce(nullif(pools.cluster_pattern, ''), '.*'))
+        and regexp_matches(lines.node_name, coalesce(nullif(pools.node_pattern, ''), '.*'))
+        and regexp_matches(coalesce(gpu_nodes.gpu_model, ''), coalesce(nullif(pools.gpu_model_pattern, ''), '.*'))
+    group by 1
+
+),
+
 final as (
 
     select
@@ -66,9 +97,13 @@ final as (
         lines.billed_cost,
         lines.effective_cost,
         coalesce(capacity.capacity_gpu_ms, 0) as capacity_gpu_ms,
-        coalesce(capacity.gpu_count, 0) as gpu_count
+        coalesce(capacity.gpu_count, 0) as gpu_count,
+        pool_matches.pool_id,
+        coalesce(pool_matches.gpu_allocation_basis, '{{ var("gpucost_allocation_basis") }}') as gpu_allocation_basis,
+        coalesce(pool_matches.complexity_weighting, false) as complexity_weighting
     from lines
     left join capacity on lines.charge_id = capacity.charge_id
+    left join pool_matches on lines.charge_id = pool_matches.charge_id
 
 )
 

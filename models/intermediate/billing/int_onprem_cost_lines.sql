@@ -24,16 +24,13 @@
     dcgm as (
 
         select * from {{ ref('base_dcgm__samples') }}
-        where quarantine_reason is null
+        where quarantine_reason is null and metric_name = 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'
 
     ),
 
     telemetry_hours as (
 
-        select distinct
-            cluster_id,
-            {{ epoch_hour_floor('sampled_epoch') }} as hour_epoch
-        from dcgm
+        select * from {{ ref('stg_dcgm__telemetry_hours') }}
 
     ),
 
@@ -208,20 +205,20 @@
 
         select
             billing_account_id as "BillingAccountId",
-            cast(null as string) as "BillingAccountName",
+            cast(null as varchar) as "BillingAccountName",
             cluster_id as "SubAccountId",
-            cast(null as string) as "SubAccountName",
-            cast(null as string) as "InvoiceId",
+            cast(null as varchar) as "SubAccountName",
+            cast(null as varchar) as "InvoiceId",
             'On-prem' as "ProviderName",
             'On-prem' as "InvoiceIssuerName",
-            cast(null as string) as "PublisherName",
+            cast(null as varchar) as "PublisherName",
             billing_currency as "BillingCurrency",
             strftime(month_start, '%Y-%m-%dT00:00:00Z') as "BillingPeriodStart",
             strftime(month_start + interval 1 month, '%Y-%m-%dT00:00:00Z') as "BillingPeriodEnd",
             strftime(hour_at, '%Y-%m-%dT%H:%M:%SZ') as "ChargePeriodStart",
             strftime(hour_at + interval 1 hour, '%Y-%m-%dT%H:%M:%SZ') as "ChargePeriodEnd",
             'Usage' as "ChargeCategory",
-            cast(null as string) as "ChargeClass",
+            cast(null as varchar) as "ChargeClass",
             'Usage-Based' as "ChargeFrequency",
             description as "ChargeDescription",
             case item_type
@@ -230,35 +227,35 @@
                 when 'colocation' then 'Colocation'
                 else 'Software licence'
             end as "ServiceName",
-            cast(null as string) as "ServiceCategory",
+            cast(null as varchar) as "ServiceCategory",
             resource_id as "ResourceId",
             item_id as "ResourceName",
             item_type as "ResourceType",
-            cast(null as string) as "RegionId",
-            cast(null as string) as "RegionName",
-            cast(null as string) as "AvailabilityZone",
+            cast(null as varchar) as "RegionId",
+            cast(null as varchar) as "RegionName",
+            cast(null as varchar) as "AvailabilityZone",
             item_id as "SkuId",
-            cast(null as string) as "SkuPriceId",
-            cast(null as string) as "PricingUnit",
-            cast(null as string) as "PricingQuantity",
-            cast(null as string) as "ConsumedUnit",
-            cast(null as string) as "ConsumedQuantity",
-            cast(null as string) as "ListCost",
-            cast(null as string) as "ListUnitPrice",
-            cast(null as string) as "ContractedCost",
-            cast(null as string) as "ContractedUnitPrice",
-            cast(null as string) as "PricingCategory",
-            cast(null as string) as "CommitmentDiscountId",
-            cast(null as string) as "CommitmentDiscountName",
-            cast(null as string) as "CommitmentDiscountCategory",
-            cast(null as string) as "CommitmentDiscountType",
-            cast(null as string) as "CommitmentDiscountStatus",
+            cast(null as varchar) as "SkuPriceId",
+            cast(null as varchar) as "PricingUnit",
+            cast(null as varchar) as "PricingQuantity",
+            cast(null as varchar) as "ConsumedUnit",
+            cast(null as varchar) as "ConsumedQuantity",
+            cast(null as varchar) as "ListCost",
+            cast(null as varchar) as "ListUnitPrice",
+            cast(null as varchar) as "ContractedCost",
+            cast(null as varchar) as "ContractedUnitPrice",
+            cast(null as varchar) as "PricingCategory",
+            cast(null as varchar) as "CommitmentDiscountId",
+            cast(null as varchar) as "CommitmentDiscountName",
+            cast(null as varchar) as "CommitmentDiscountCategory",
+            cast(null as varchar) as "CommitmentDiscountType",
+            cast(null as varchar) as "CommitmentDiscountStatus",
             {{ units_money_text('line_units') }} as "BilledCost",
             {{ units_money_text('line_units') }} as "EffectiveCost",
-            cast(null as string) as "Tags",
+            cast(null as varchar) as "Tags",
             item_type as native_charge_type,
-            cast(null as string) as delivery_dataset,
-            cast(null as string) as native_superseded_reason,
+            cast(null as varchar) as delivery_dataset,
+            cast(null as varchar) as native_superseded_reason,
             source_file as filename,
             row_number() over (order by item_id, resource_id, hour_at) as source_row_number
         from lines

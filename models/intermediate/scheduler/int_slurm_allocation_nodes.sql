@@ -57,10 +57,8 @@
                         host_prefix
                         -- zero padding as written (gpu[01-10]); lpad alone would cut cpu[9-11]'s 10 to 1
                         || lpad(
-                            cast(n as string),
-                            cast(
-                                greatest(length(split_part(host_range, '-', 1)), length(cast(n as string))) as integer
-                            ),
+                            cast(n as varchar),
+                            cast(greatest(length(split_part(host_range, '-', 1)), length(cast(n as varchar))) as integer),
                             '0'
                         )
                         || host_suffix
@@ -113,6 +111,8 @@
             records.job_state,
             records.gpu_model,
             cast(records.gpu_count as decimal(18, 6)) / node_counts.allocation_node_count as gpus_on_node,
+            cast(records.cpu_count as decimal(18, 6)) / node_counts.allocation_node_count as cpus_on_node,
+            cast(records.memory_bytes as decimal(38, 6)) / node_counts.allocation_node_count as memory_bytes_on_node,
             node_counts.allocation_node_count,
             records.started_at,
             -- a running job has no End yet: it holds its nodes for the Elapsed so far

@@ -9,23 +9,25 @@
 -- hpc_job label when present).
 -- Each sample stands for the time until the series' next sample, at most the series' own step when a gap
 -- is longer than gpucost_max_sample_gap_seconds (telemetry missing is not usage).
--- Incremental: a run recomputes whole hours from (latest hour built - gpucost_lookback_hours) on, so late
--- telemetry within the lookback is picked up; `dbt build --full-refresh` recomputes everything.
-{#- spark target: a table rebuilt each run (delete+insert needs DuckDB; merge needs Delta). -#}
+-- Incremental (by hour): a run deletes and recomputes every hour from the earliest of
+--   - the latest hour built minus var gpucost_lookback_hours (72: late rows within three days),
+--   - the first sample of any DCGM or kube file loaded in this invocation (a late or re-delivered file
+--     older than the lookback; base_dcgm__series / base_kube__series load file by file), minus
+--     gpucost_max_sample_gap_seconds (the sample before it may now end earlier),
+--   - for a pod seen in a newly loaded kube_pod_info file, the end of what was known of it before (its
+--     incarnation's life grew, so samples after that may now match it),
+-- so it equals a full build; `dbt build --full-refresh` recomputes everything.
+-- depends_on: {{ ref('base_dcgm__series') }}
+-- depends_on: {{ ref('base_kube__series') }}
 {{ config(
-    materialized='incremental' if target.type != 'spark' else 'table',
+    materialized='incremental',
     unique_key='usage_hour_key',
     incremental_strategy='delete+insert',
     on_schema_change='fail',
+    pre_hook="{{ delete_usage_hours_to_recompute() }}",
 ) }}
 
-{%- set cutoff -%}
-    {%- if is_incremental() -%}
-        (select coalesce(max(hour_start_epoch), 0) - {{ var('gpucost_lookback_hours') }} * 3600 from {{ this }})
-    {%- else -%}
-        0
-    {%- endif -%}
-{%- endset %}
+{%- set cutoff = usage_hourly_cutoff() %}
 
 with
 
@@ -74,33 +76,58 @@ node_models as (
 
 ),
 
--- The exporter names the pod, not its uid: the incarnation alive at the sample's time is the workload.
-pod_matches as (
+-- The exporter names the pod, not its uid: the incarnation alive at the sample's time is the workload (the
+-- latest started when two overlap). Matched once per pod and time, not per GPU series.
+sample_pod_times as (
+
+    select distinct
+        pod_key,
+        sampled_epoch
+    from dcgm_samples
+    where pod_key is not null
+
+),
+
+pod_time_candidates as (
 
     select
-        dcgm_samples.*,
+        sample_pod_times.pod_key,
+        sample_pod_times.sampled_epoch,
         pods.workload_id as matched_workload_id,
         row_number() over (
-            partition by
-                dcgm_samples.cluster_id, dcgm_samples.gpu_uuid, dcgm_samples.pod_key, dcgm_samples.sampled_epoch
-            order by pods.first_seen_epoch desc
+            partition by sample_pod_times.pod_key, sample_pod_times.sampled_epoch
+            order by pods.first_seen_epoch desc, pods.workload_id desc
         ) as match_rank
-    from dcgm_samples
-    left join pods
+    from sample_pod_times
+    inner join pods
         on
-        dcgm_samples.pod_key = pods.pod_key
-        and dcgm_samples.sampled_epoch >= pods.first_seen_epoch
-        and dcgm_samples.sampled_epoch <= pods.last_seen_epoch + {{ var('gpucost_max_sample_gap_seconds') }}
+        sample_pod_times.pod_key = pods.pod_key
+        and sample_pod_times.sampled_epoch >= pods.first_seen_epoch
+        and sample_pod_times.sampled_epoch <= pods.last_seen_epoch + {{ var('gpucost_max_sample_gap_seconds') }}
+
+),
+
+pod_time_matches as (
+
+    select
+        pod_key,
+        sampled_epoch,
+        matched_workload_id
+    from pod_time_candidates
+    where match_rank = 1
 
 ),
 
 pod_samples as (
 
     select
-        {{ column_list(ref('stg_dcgm__gpu_samples')) }},
-        coalesce(matched_workload_id, pod_key) as workload_id
-    from pod_matches
-    where match_rank = 1
+        dcgm_samples.*,
+        coalesce(pod_time_matches.matched_workload_id, dcgm_samples.pod_key) as workload_id
+    from dcgm_samples
+    left join pod_time_matches
+        on
+        dcgm_samples.pod_key = pod_time_matches.pod_key
+        and dcgm_samples.sampled_epoch = pod_time_matches.sampled_epoch
 
 ),
 
@@ -108,7 +135,7 @@ slurm_matches as (
 
     -- a sample without a pod: the Slurm allocation(s) holding the node then (the one named by hpc_job if any)
     select
-        {{ column_list(ref('stg_dcgm__gpu_samples'), 'pod_samples') }},
+        pod_samples.* exclude (workload_id),  -- noqa: RF02
         slurm_allocation_nodes.workload_id,
         slurm_allocation_nodes.gpus_on_node as tenant_weight
     from pod_samples
@@ -142,9 +169,21 @@ tenants as (
                 and slurm_matches.gpu_instance_id is not distinct from pod_samples.gpu_instance_id
                 and slurm_matches.sampled_epoch = pod_samples.sampled_epoch
         )
-    -- same columns in the same order (the sample's, workload_id, tenant_weight): positional, portable
-    union all
+    union all by name
     select * from slurm_matches
+
+),
+
+slot_samples as (
+
+    -- each GPU slot's sample (gpu_slot_id numbers cluster, node, GPU and MIG instance): its tenants' weights
+    select
+        gpu_slot_id,
+        sampled_epoch,
+        sum(tenant_weight) as slot_weight,
+        sum(busy_ratio * tenant_weight) as slot_busy_weight
+    from tenants
+    group by 1, 2
 
 ),
 
@@ -152,36 +191,33 @@ gpu_samples as (
 
     -- each tenant's part of its slot's sample: even (by tenant weight) or by measured busy share
     select
-        *,
-        gpu_uuid || coalesce('/' || gpu_instance_id, '') as gpu_slot,
+        tenants.*,
         case
-            when
-                '{{ var("gpucost_shared_gpu_split") }}' = 'used'
-                and sum(busy_ratio * tenant_weight) over slot_sample > 0
-                then busy_ratio * tenant_weight / sum(busy_ratio * tenant_weight) over slot_sample
-            else tenant_weight / sum(tenant_weight) over slot_sample
+            when '{{ var("gpucost_shared_gpu_split") }}' = 'used' and slot_samples.slot_busy_weight > 0
+                then tenants.busy_ratio * tenants.tenant_weight / slot_samples.slot_busy_weight
+            else tenants.tenant_weight / slot_samples.slot_weight
         end as tenant_share,
         -- the busy part of the tenant's share: a pod's own series under the `used` split measures that pod
         -- (at most its share); otherwise the series is the whole slot's, shared like its time
         case
-            when '{{ var("gpucost_shared_gpu_split") }}' = 'used' and pod is not null
+            when '{{ var("gpucost_shared_gpu_split") }}' = 'used' and tenants.pod is not null
                 then least(
-                        busy_ratio,
-                        busy_ratio * tenant_weight / nullif(sum(busy_ratio * tenant_weight) over slot_sample, 0)
+                        tenants.busy_ratio,
+                        tenants.busy_ratio * tenants.tenant_weight / nullif(slot_samples.slot_busy_weight, 0)
                     )
-            else busy_ratio * tenant_weight / sum(tenant_weight) over slot_sample
+            else tenants.busy_ratio * tenants.tenant_weight / slot_samples.slot_weight
         end as used_share
     from tenants
-    window slot_sample as (partition by cluster_id, node_name, gpu_uuid, gpu_instance_id, sampled_epoch)
+    inner join slot_samples
+        on tenants.gpu_slot_id = slot_samples.gpu_slot_id
+        and tenants.sampled_epoch = slot_samples.sampled_epoch
 
 ),
 
 gpu_times as (
 
     select distinct
-        cluster_id,
-        node_name,
-        gpu_slot,
+        gpu_slot_id,
         sampled_epoch
     from gpu_samples
 
@@ -192,37 +228,49 @@ gpu_gaps as (
     select
         *,
         lead(sampled_epoch) over (
-            partition by cluster_id, node_name, gpu_slot order by sampled_epoch
+            partition by gpu_slot_id order by sampled_epoch
         ) - sampled_epoch as gap_seconds
     from gpu_times
+
+),
+
+gpu_series_gaps as (
+
+    -- a slot's step from all its samples, not only those after the cutoff: a slot with one sample left in
+    -- the window must not fall back to the default step (an incremental run equals a full one)
+    select
+        gpu_slot_id,
+        lead(sampled_epoch) over (
+            partition by gpu_slot_id order by sampled_epoch
+        ) - sampled_epoch as gap_seconds
+    from (
+        select distinct
+            gpu_slot_id,
+            sampled_epoch
+        from {{ ref('stg_dcgm__gpu_samples') }}
+        where gpu_slot_id in (select gpu_times.gpu_slot_id from gpu_times)
+    )
 
 ),
 
 gpu_steps as (
 
     select
-        cluster_id,
-        node_name,
-        gpu_slot,
+        gpu_slot_id,
         min(case when gap_seconds > 0 then gap_seconds end) as step_seconds
-    from gpu_gaps
-    group by 1, 2, 3
+    from gpu_series_gaps
+    group by 1
 
 ),
 
 gpu_durations as (
 
     select
-        gpu_gaps.cluster_id,
-        gpu_gaps.node_name,
-        gpu_gaps.gpu_slot,
+        gpu_gaps.gpu_slot_id,
         gpu_gaps.sampled_epoch,
         {{ sample_duration('gpu_gaps.gap_seconds', 'gpu_steps.step_seconds') }} as duration_seconds
     from gpu_gaps
-    inner join gpu_steps
-        on gpu_gaps.cluster_id = gpu_steps.cluster_id
-        and gpu_gaps.node_name = gpu_steps.node_name
-        and gpu_gaps.gpu_slot = gpu_steps.gpu_slot
+    inner join gpu_steps on gpu_gaps.gpu_slot_id = gpu_steps.gpu_slot_id
 
 ),
 
@@ -243,9 +291,7 @@ gpu_hourly as (
         ) as bigint)) as used_gpu_ms
     from gpu_samples
     inner join gpu_durations
-        on gpu_samples.cluster_id = gpu_durations.cluster_id
-        and gpu_samples.node_name = gpu_durations.node_name
-        and gpu_samples.gpu_slot = gpu_durations.gpu_slot
+        on gpu_samples.gpu_slot_id = gpu_durations.gpu_slot_id
         and gpu_samples.sampled_epoch = gpu_durations.sampled_epoch
     group by 1, 2, 3, 4
 
@@ -263,13 +309,28 @@ request_gaps as (
 
 ),
 
+request_series_gaps as (
+
+    -- a request series' step from all its samples, not only those after the cutoff: a pod with one sample
+    -- left in the window must not fall back to the default step (an incremental run equals a full one)
+    select
+        workload_id,
+        container,
+        lead(sampled_epoch) over (
+            partition by workload_id, container order by sampled_epoch
+        ) - sampled_epoch as gap_seconds
+    from {{ ref('stg_kube__pod_gpu_requests') }}
+    where workload_id in (select request_gaps.workload_id from request_gaps)
+
+),
+
 request_steps as (
 
     select
         workload_id,
         container,
         min(case when gap_seconds > 0 then gap_seconds end) as step_seconds
-    from request_gaps
+    from request_series_gaps
     group by 1, 2
 
 ),
@@ -284,7 +345,9 @@ requests_hourly as (
         sum(cast(round(
             request_gaps.requested_gpus * {{ mig_share('request_gaps.mig_profile', 'node_models.gpu_model') }} * 1000
             * {{ sample_duration('request_gaps.gap_seconds', 'request_steps.step_seconds') }}
-        ) as bigint)) as requested_gpu_ms
+        ) as bigint)) as requested_gpu_ms,
+        -- a time-sliced replica (nvidia.com/gpu.shared) asks for one replica, not one GPU
+        bool_or(regexp_matches(request_gaps.gpu_resource, 'gpu[._]shared$')) as is_time_sliced
     from request_gaps
     inner join request_steps
         on request_gaps.workload_id = request_steps.workload_id
@@ -301,7 +364,8 @@ requests_hourly as (
         node_name,
         hour_start_epoch,
         workload_id,
-        requested_gpu_ms
+        requested_gpu_ms,
+        false as is_time_sliced
     from slurm_requests
 
 ),
@@ -316,7 +380,12 @@ joined as (
         coalesce(gpu_hourly.gpu_count, 0) as gpu_count,
         cast(coalesce(gpu_hourly.gpu_ms, 0) as bigint) as gpu_ms,
         cast(coalesce(gpu_hourly.used_gpu_ms, 0) as bigint) as used_gpu_ms,
-        cast(coalesce(requests_hourly.requested_gpu_ms, 0) as bigint) as requested_gpu_ms
+        -- a time-sliced replica requests its share of the GPU's time: what the slot gave it (1/replicas)
+        cast(case
+            when requests_hourly.is_time_sliced
+                then least(coalesce(requests_hourly.requested_gpu_ms, 0), coalesce(gpu_hourly.gpu_ms, 0))
+            else coalesce(requests_hourly.requested_gpu_ms, 0)
+        end as bigint) as requested_gpu_ms
     from gpu_hourly
     full outer join requests_hourly
         on gpu_hourly.cluster_id = requests_hourly.cluster_id
@@ -330,7 +399,7 @@ final as (
 
     select
         md5(
-            cluster_id || '|' || node_name || '|' || cast(hour_start_epoch as string)
+            cluster_id || '|' || node_name || '|' || cast(hour_start_epoch as varchar)
             || '|' || coalesce(workload_id, '')
         ) as usage_hour_key,
         *

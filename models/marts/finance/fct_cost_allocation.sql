@@ -86,7 +86,12 @@ final as (
         charges.service_category,
         charges.charge_category,
         classified.line_class,
-        classified.cost_component,
+        -- a GPU node line's CPU and memory parts (allocation_basis cpu:... / memory:...) are what they bought
+        case
+            when allocations.allocation_basis like 'cpu:%' then 'compute_cpu'
+            when allocations.allocation_basis like 'memory:%' then 'compute_memory'
+            else classified.cost_component
+        end as cost_component,
         charges.source_format,
         case
             when classified.line_class = 'idle_commitment' and allocations.allocation_kind = 'shared' then 'idle'

@@ -1,5 +1,7 @@
 -- Everything that could not be used, and why: bill lines one by one (with their money when it parses),
 -- telemetry samples grouped by file, metric and reason. Nothing is dropped without a row here.
+-- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
+-- noqa: disable=RF03
 with
 
 charges as (
@@ -23,10 +25,31 @@ onprem_items as (
 
 ),
 
+kube_series as (
+
+    select * from {{ ref('base_kube__series') }}
+    where len(quarantined_samples) > 0
+
+),
+
+kube_quarantined as (
+
+    select
+        source_file,
+        metric_name,
+        unnest(quarantined_samples) as sample
+    from kube_series
+
+),
+
 kube_samples as (
 
-    select * from {{ ref('base_kube__samples') }}
-    where quarantine_reason is not null
+    select
+        source_file,
+        metric_name,
+        sample.sample_value_raw as sample_value,
+        sample.quarantine_reason
+    from kube_quarantined
 
 ),
 

@@ -1,64 +1,119 @@
 -- One row per GPU, pod and scrape time, with the DCGM fields side by side (duplicate scrapes collapse).
+-- The series are grouped by their labels first (a few rows per GPU and file), so the per-sample pivot
+-- groups by a number and a time instead of eleven label columns.
 with
 
 source as (
 
-    select * from {{ ref('base_dcgm__samples') }}
+    select * from {{ ref('base_dcgm__series') }}
+    where sample_count > 0
+
+),
+
+series as (
+
+    select
+        cluster_id,
+        node_name,
+        gpu_uuid,
+        gpu_index,
+        gpu_model,
+        namespace,
+        pod,
+        container,
+        gpu_instance_id,
+        gpu_instance_profile,
+        hpc_job,
+        metric_name,
+        sampled_epochs,
+        sample_values,
+        dense_rank() over (
+            order by
+                cluster_id, node_name, gpu_uuid, gpu_index, gpu_model, namespace, pod, container,
+                gpu_instance_id, gpu_instance_profile, hpc_job
+        ) as series_group_id,
+        -- a number for the GPU slot (GPU, or MIG instance of it) on its node, for the per-sample windows
+        dense_rank() over (order by cluster_id, node_name, gpu_uuid, gpu_instance_id) as gpu_slot_id
+    from source
+
+),
+
+series_groups as (
+
+    select distinct
+        series_group_id,
+        gpu_slot_id,
+        cluster_id,
+        node_name,
+        gpu_uuid,
+        gpu_index,
+        gpu_model,
+        namespace,
+        pod,
+        container,
+        gpu_instance_id,
+        gpu_instance_profile,
+        hpc_job
+    from series
+
+),
+
+samples as (
+
+    select
+        series_group_id,
+        metric_name,
+        unnest(sampled_epochs) as sampled_epoch,
+        unnest(sample_values) as sample_value
+    from series
 
 ),
 
 pivoted as (
 
     select
-        cluster_id,
-        node_name,
-        gpu_uuid,
-        gpu_index,
-        gpu_model,
-        namespace,
-        pod,
-        container,
-        gpu_instance_id,
-        gpu_instance_profile,
-        hpc_job,
+        series_group_id,
         sampled_epoch,
         max(case when metric_name = 'DCGM_FI_DEV_GPU_UTIL' then sample_value end) as gpu_util_percent,
         max(case when metric_name = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE' then sample_value end) as gr_engine_active_ratio,
         max(case when metric_name = 'DCGM_FI_DEV_FB_USED' then sample_value end) as fb_used_mib,
         max(case when metric_name = 'DCGM_FI_DEV_POWER_USAGE' then sample_value end) as power_usage_watts
-    from source
-    where quarantine_reason is null
-    group by 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
+    from samples
+    group by 1, 2
 
 ),
 
 final as (
 
     select
-        {{ workload_id('cluster_id', 'namespace', 'pod') }} as pod_key,
-        cluster_id,
-        node_name,
-        gpu_uuid,
-        gpu_index,
-        gpu_model,
-        namespace,
-        pod,
-        container,
-        gpu_instance_id,
-        gpu_instance_profile,
-        hpc_job,
+        {{ workload_id('series_groups.cluster_id', 'series_groups.namespace', 'series_groups.pod') }} as pod_key,
+        series_groups.cluster_id,
+        series_groups.node_name,
+        series_groups.gpu_uuid,
+        series_groups.gpu_index,
+        series_groups.gpu_model,
+        series_groups.namespace,
+        series_groups.pod,
+        series_groups.container,
+        series_groups.gpu_instance_id,
+        series_groups.gpu_instance_profile,
+        series_groups.hpc_job,
+        series_groups.gpu_slot_id,
         -- the part of the physical GPU a series stands for: 1 for a whole GPU; a MIG instance's compute
         -- slices (1g.10gb -> 1 of var gpucost_mig_compute_slices) or, under gpucost_mig_share: memory, its
         -- memory out of the GPU's (modelName's NNGB)
-        {{ mig_share('gpu_instance_profile', 'gpu_model') }} as gpu_share,
+        {{ mig_share('series_groups.gpu_instance_profile', 'series_groups.gpu_model') }} as gpu_share,
         -- share of the GPU busy: the profiling engine-active ratio when exported, else GPU_UTIL / 100
-        least(greatest(coalesce(gr_engine_active_ratio, gpu_util_percent / 100.0, 0), 0), 1) as busy_ratio,
-        gpu_util_percent,
-        gr_engine_active_ratio,
-        fb_used_mib,
-        power_usage_watts,
-        sampled_epoch
+        least(greatest(coalesce(
+            pivoted.gr_engine_active_ratio, pivoted.gpu_util_percent / 100.0, 0
+        ), 0), 1) as busy_ratio,
+        pivoted.gpu_util_percent,
+        pivoted.gr_engine_active_ratio,
+        pivoted.fb_used_mib,
+        pivoted.power_usage_watts,
+        pivoted.sampled_epoch
     from pivoted
+    inner join series_groups on pivoted.series_group_id = series_groups.series_group_id
 
 )
 

@@ -3,8 +3,8 @@ with
 
 source as (
 
-    select * from {{ ref('base_kube__samples') }}
-    where metric_name = 'kube_node_info' and quarantine_reason is null
+    select * from {{ ref('base_kube__series') }}
+    where metric_name = 'kube_node_info' and sample_count > 0
 
 ),
 
@@ -15,8 +15,8 @@ nodes as (
         {{ prom_label('node') }} as node_name,
         max({{ prom_label('provider_id') }}) as provider_id,
         max({{ prom_label('internal_ip') }}) as internal_ip,
-        min(sampled_epoch) as first_seen_epoch,
-        max(sampled_epoch) as last_seen_epoch
+        min(first_sampled_epoch) as first_seen_epoch,
+        max(last_sampled_epoch) as last_seen_epoch
     from source
     group by 1, 2
 

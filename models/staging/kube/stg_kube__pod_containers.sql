@@ -3,8 +3,8 @@ with
 
 source as (
 
-    select * from {{ ref('base_kube__samples') }}
-    where metric_name = 'kube_pod_container_info' and quarantine_reason is null
+    select * from {{ ref('base_kube__series') }}
+    where metric_name = 'kube_pod_container_info' and sample_count > 0
 
 ),
 
@@ -16,10 +16,10 @@ containers as (
         {{ prom_label('pod') }} as pod,
         {{ prom_label('uid') }} as uid,
         {{ prom_label('container') }} as container,
-        max_by({{ prom_label('image') }}, sampled_epoch) as image,
-        max_by({{ prom_label('image_id') }}, sampled_epoch) as image_id,
-        min(sampled_epoch) as first_seen_epoch,
-        max(sampled_epoch) as last_seen_epoch
+        max_by({{ prom_label('image') }}, last_sampled_epoch) as image,
+        max_by({{ prom_label('image_id') }}, last_sampled_epoch) as image_id,
+        min(first_sampled_epoch) as first_seen_epoch,
+        max(last_sampled_epoch) as last_seen_epoch
     from source
     group by 1, 2, 3, 4, 5
 

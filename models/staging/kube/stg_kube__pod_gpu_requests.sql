@@ -5,11 +5,22 @@ with
 
 source as (
 
-    select * from {{ ref('base_kube__samples') }}
+    select * from {{ ref('base_kube__series') }}
     where
         metric_name = 'kube_pod_container_resource_requests'
-        and quarantine_reason is null
+        and sample_count > 0
         and {{ regexp_search() }}(labels['resource'], '^nvidia(_com_|\.com/)(gpu|gpu_shared|gpu\.shared|mig[-_].+)$')
+
+),
+
+samples as (
+
+    select
+        cluster_id,
+        labels,
+        unnest(sampled_epochs) as sampled_epoch,
+        unnest(sample_values) as sample_value
+    from source
 
 ),
 
@@ -27,9 +38,9 @@ final as (
         nullif(regexp_replace(
             regexp_extract(labels['resource'], 'mig[-_]([0-9]+g[._][0-9]+gb)', 1), '_', '.'
         ), '') as mig_profile,
-        try_cast(sample_value as double) as requested_gpus,
+        sample_value as requested_gpus,
         sampled_epoch
-    from source
+    from samples
 
 )
 

@@ -3,8 +3,8 @@ with
 
 source as (
 
-    select * from {{ ref('base_kube__samples') }}
-    where metric_name = 'kube_pod_labels' and quarantine_reason is null
+    select * from {{ ref('base_kube__series') }}
+    where metric_name = 'kube_pod_labels' and sample_count > 0
 
 ),
 
@@ -15,7 +15,7 @@ latest as (
         {{ prom_label('namespace') }} as namespace,
         {{ prom_label('pod') }} as pod,
         {{ prom_label('uid') }} as uid,
-        max_by(labels, sampled_epoch) as labels
+        max_by(labels, last_sampled_epoch) as labels
     from source
     group by 1, 2, 3, 4
 
@@ -32,7 +32,8 @@ final as (
         {{ prom_label(var('gpucost_pod_label_project')) }} as label_project_id,
         {{ prom_label(var('gpucost_pod_label_team')) }} as label_team_id,
         {{ prom_label(var('gpucost_pod_label_user')) }} as label_user_id,
-        {{ prom_label('label_app') }} as label_app
+        {{ prom_label('label_app') }} as label_app,
+        {{ prom_label(var('gpucost_pod_label_workload_class')) }} as label_workload_class
     from latest
     where pod is not null
 

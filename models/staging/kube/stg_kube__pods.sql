@@ -4,10 +4,10 @@ with
 
 source as (
 
-    select * from {{ ref('base_kube__samples') }}
+    select * from {{ ref('base_kube__series') }}
     where
         metric_name in ('kube_pod_info', 'kube_pod_start_time', 'kube_pod_completion_time')
-        and quarantine_reason is null
+        and sample_count > 0
 
 ),
 
@@ -21,11 +21,11 @@ pods as (
         max({{ prom_label('node') }}) as node_name,
         max({{ prom_label('created_by_kind') }}) as created_by_kind,
         max({{ prom_label('created_by_name') }}) as created_by_name,
-        min(case when metric_name = 'kube_pod_info' then sampled_epoch end) as first_seen_epoch,
-        max(case when metric_name = 'kube_pod_info' then sampled_epoch end) as last_seen_epoch,
-        max(case when metric_name = 'kube_pod_start_time' then try_cast(sample_value as double) end)
+        min(case when metric_name = 'kube_pod_info' then first_sampled_epoch end) as first_seen_epoch,
+        max(case when metric_name = 'kube_pod_info' then last_sampled_epoch end) as last_seen_epoch,
+        max(case when metric_name = 'kube_pod_start_time' then max_sample_value end)
             as started_epoch,
-        max(case when metric_name = 'kube_pod_completion_time' then try_cast(sample_value as double) end)
+        max(case when metric_name = 'kube_pod_completion_time' then max_sample_value end)
             as completed_epoch
     from source
     group by 1, 2, 3, 4

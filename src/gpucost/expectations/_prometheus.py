@@ -4,7 +4,7 @@ Two frames per source:
 
 - responses, one row per file: status (<not valid JSON> / <unreadable> when DuckDB
   cannot read the file), resultType, the error Prometheus returned, series and sample counts;
-- samples, one row per sample, flattened like read_prometheus_matrix in
+- samples, one row per sample, flattened like read_prometheus_series in
   macros/landing.sql (only responses with status success and resultType matrix, as the
   warehouse reads them): the series' labels the suites check, series (the full sorted label set,
   a series' identity), sampled_epoch (unix seconds), value (the text Prometheus returned)
@@ -33,7 +33,7 @@ NUMBER_PATTERN = r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 EPOCH_2015 = 1_420_070_400  # 2015-01-01T00:00:00Z
 EPOCH_2100 = 4_102_444_800  # 2100-01-01T00:00:00Z
 
-# The JSON read like read_prometheus_matrix reads it (values as text, labels as a map).
+# The JSON read like read_prometheus_series reads it (values as text, labels as a map).
 RESULT_TYPE = 'struct(metric map(varchar, varchar), "values" varchar[][])[]'
 RESPONSE_COLUMNS = {
     "status": "varchar",

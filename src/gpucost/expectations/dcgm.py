@@ -129,7 +129,7 @@ def build_samples_suite() -> gx.ExpectationSuite:
                 description="Framebuffer used (MiB) and power (W) are not negative.",
             ),
         ],
-        meta={"notes": "One row per DCGM sample, as read_prometheus_matrix flattens them."},
+        meta={"notes": "One row per DCGM sample, as read_prometheus_series flattens them."},
     )
 
 

@@ -89,7 +89,7 @@ def build_samples_suite() -> gx.ExpectationSuite:
         name=SAMPLES_SUITE,
         expectations=expectations,
         meta={
-            "notes": "One row per kube-state-metrics sample, as read_prometheus_matrix flattens."
+            "notes": "One row per kube-state-metrics sample, as read_prometheus_series flattens."
         },
     )
 

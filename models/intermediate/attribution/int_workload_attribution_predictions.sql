@@ -1,0 +1,19 @@
+-- The learned model's top-3 calibrated candidates for every workload without a declared owner (no valid
+-- label, override or rule): the undeclared rows of int_workload_attribution_scores (one training per build).
+with
+
+scores as (
+
+    select * from {{ ref('int_workload_attribution_scores') }}
+
+),
+
+final as (
+
+    select * exclude (scored_set, true_project_id)
+    from scores
+    where scored_set = 'undeclared'
+
+)
+
+select * from final

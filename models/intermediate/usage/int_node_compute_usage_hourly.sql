@@ -1,0 +1,128 @@
+-- CPU and memory each workload held per cluster, node and hour: kube pods' requests (GPU pods and CPU-only
+-- pods alike) and Slurm allocations' CPUs and memory on each node. CPU in core-milliseconds, memory in
+-- MiB-milliseconds (integers: each sample's part is rounded once, then summed).
+with
+
+pod_requests as (
+
+    select * from {{ ref('stg_kube__pod_compute_requests') }}
+    where workload_id is not null and node_name is not null and requested_amount > 0
+
+),
+
+slurm_allocation_nodes as (
+
+    select * from {{ ref('int_slurm_allocation_nodes') }}
+
+),
+
+request_gaps as (
+
+    select
+        *,
+        lead(sampled_epoch) over (
+            partition by workload_id, container, resource_part order by sampled_epoch
+        ) - sampled_epoch as gap_seconds
+    from pod_requests
+
+),
+
+request_steps as (
+
+    select
+        workload_id,
+        container,
+        resource_part,
+        min(case when gap_seconds > 0 then gap_seconds end) as step_seconds
+    from request_gaps
+    group by 1, 2, 3
+
+),
+
+kube_hourly as (
+
+    select
+        request_gaps.cluster_id,
+        request_gaps.node_name,
+        {{ epoch_hour_floor('request_gaps.sampled_epoch') }} as hour_start_epoch,
+        request_gaps.workload_id,
+        request_gaps.resource_part,
+        sum(cast(round(
+            request_gaps.requested_amount
+            * case when request_gaps.resource_part = 'memory' then 1.0 / 1048576 else 1 end
+            * 1000 * {{ sample_duration('request_gaps.gap_seconds', 'request_steps.step_seconds') }}
+        ) as bigint)) as requested_units
+    from request_gaps
+    inner join request_steps
+        on request_gaps.workload_id = request_steps.workload_id
+        and request_gaps.container is not distinct from request_steps.container
+        and request_gaps.resource_part = request_steps.resource_part
+    group by 1, 2, 3, 4, 5
+
+),
+
+slurm_bounds as (
+
+    select
+        *,
+        {{ epoch_seconds('started_at') }} as start_epoch,
+        {{ epoch_seconds('held_until_at') }} as end_epoch
+    from slurm_allocation_nodes
+
+),
+
+slurm_hours as (
+
+    select
+        slurm_bounds.*,
+        unnest(range({{ epoch_hour_floor('slurm_bounds.start_epoch') }}, slurm_bounds.end_epoch, 3600))
+            as hour_start_epoch
+    from slurm_bounds
+    where slurm_bounds.end_epoch > slurm_bounds.start_epoch
+
+),
+
+slurm_held as (
+
+    select
+        *,
+        least(end_epoch, hour_start_epoch + 3600) - greatest(start_epoch, hour_start_epoch) as held_seconds
+    from slurm_hours
+
+),
+
+slurm_hourly as (
+
+    select
+        cluster_id,
+        node_name,
+        hour_start_epoch,
+        workload_id,
+        'cpu' as resource_part,
+        cast(sum(round(cpus_on_node * 1000 * held_seconds)) as bigint) as requested_units
+    from slurm_held
+    where cpus_on_node > 0
+    group by 1, 2, 3, 4
+    union all
+    select
+        cluster_id,
+        node_name,
+        hour_start_epoch,
+        workload_id,
+        'memory' as resource_part,
+        cast(sum(round(memory_bytes_on_node / 1048576 * 1000 * held_seconds)) as bigint) as requested_units
+    from slurm_held
+    where memory_bytes_on_node > 0
+    group by 1, 2, 3, 4
+
+),
+
+final as (
+
+    select * from kube_hourly
+    union all
+    select * from slurm_hourly
+
+)
+
+select * from final

@@ -1,0 +1,156 @@
+{{ config(
+    materialized='incremental',
+    unique_key='source_file',
+    incremental_strategy='delete+insert',
+    on_schema_change='fail',
+    post_hook="{{ remove_unlanded_prometheus_files('metrics/dcgm') }}",
+) }}
+
+-- DCGM exporter series scraped into Prometheus, landed as query_range JSON: one row per file and series,
+-- the labels parsed once per series, the samples as typed lists. Incremental over files: a run reads only
+-- the files not loaded yet or re-delivered since (prometheus_files_to_load); a file gone from the landing
+-- zone leaves only a tombstone row (post-hook). `--full-refresh` reads everything again.
+-- Valid samples are in sampled_epochs / sample_values; the others, each with the reason, in
+-- quarantined_samples (rpt_quarantine lists them).
+-- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
+-- noqa: disable=RF03
+with
+
+source as (
+
+    {{ read_prometheus_series(prometheus_files_to_load('metrics/dcgm')) }}
+
+),
+
+labelled as (
+
+    select
+        filename as source_file,
+        source_file_size,
+        source_file_modified_at,
+        {{ prom_label('__name__') }} as metric_name,
+        {{ prom_cluster('metrics/dcgm') }} as cluster_id,
+        coalesce(
+            {{ prom_label('Hostname') }},
+            {{ prom_label('hostname') }},
+            {{ prom_label('kubernetes_node') }},
+            {{ prom_label('node') }}
+        ) as node_name,
+        {{ prom_label('UUID') }} as gpu_uuid,
+        {{ prom_label('gpu') }} as gpu_index,
+        {{ prom_label('modelName') }} as gpu_model,
+        {{ prom_label('namespace') }} as namespace,
+        {{ prom_label('pod') }} as pod,
+        {{ prom_label('container') }} as container,
+        -- MIG: the GPU instance a series is about (dcgm-exporter labels GPU_I_ID / GPU_I_PROFILE)
+        {{ prom_label('GPU_I_ID') }} as gpu_instance_id,
+        {{ prom_label('GPU_I_PROFILE') }} as gpu_instance_profile,
+        -- HPC: the Slurm job id dcgm-exporter's --hpc-job-mapping-dir attaches to a GPU
+        {{ prom_label('hpc_job') }} as hpc_job,
+        labels is null as is_file_without_series,
+        samples
+    from source
+
+),
+
+series_checked as (
+
+    select
+        * exclude (samples),
+        case
+            when gpu_uuid is null then 'GPU series without a UUID label'
+            when node_name is null then 'GPU series with no node (no Hostname / hostname label)'
+        end as series_quarantine_reason,
+        list_transform(
+            coalesce(samples, []),
+            lambda sample: struct_pack(
+                sampled_epoch := cast(round(cast(sample[1] as double)) as bigint),
+                sample_value := try_cast(sample[2] as double),
+                sample_value_raw := sample[2]
+            )
+        ) as parsed_samples
+    from labelled
+
+),
+
+samples_checked as (
+
+    select
+        * exclude (parsed_samples),
+        list_transform(
+            parsed_samples,
+            lambda sample: struct_pack(
+                sampled_epoch := sample.sampled_epoch,
+                sample_value := sample.sample_value,
+                sample_value_raw := sample.sample_value_raw,
+                quarantine_reason := case
+                    when series_quarantine_reason is not null then series_quarantine_reason
+                    when
+                        sample.sample_value is null or isnan(sample.sample_value) or isinf(sample.sample_value)
+                        then 'non-numeric sample value: ' || coalesce(sample.sample_value_raw, '<null>')
+                    when
+                        sample.sampled_epoch < {{ var('gpucost_min_epoch') }}
+                        or sample.sampled_epoch > {{ var('gpucost_max_epoch') }}
+                        then 'timestamp out of range: ' || cast(sample.sampled_epoch as varchar)
+                    when sample.sample_value < 0 then 'negative value: ' || sample.sample_value_raw
+                    when metric_name = 'DCGM_FI_DEV_GPU_UTIL' and sample.sample_value > 100
+                        then 'GPU_UTIL above 100: ' || sample.sample_value_raw
+                    when metric_name = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE' and sample.sample_value > 1
+                        then 'PROF_GR_ENGINE_ACTIVE above 1: ' || sample.sample_value_raw
+                end
+            )
+        ) as checked_samples
+    from series_checked
+
+),
+
+split as (
+
+    select
+        * exclude (checked_samples),
+        list_filter(checked_samples, lambda sample: sample.quarantine_reason is null) as valid_samples,
+        list_filter(checked_samples, lambda sample: sample.quarantine_reason is not null) as quarantined_samples
+    from samples_checked
+
+),
+
+final as (
+
+    select
+        source_file,
+        source_file_size,
+        source_file_modified_at,
+        cast('{{ run_started_at.strftime("%Y-%m-%d %H:%M:%S.%f") }}' as timestamp) as loaded_at,
+        is_file_without_series,
+        metric_name,
+        cluster_id,
+        node_name,
+        gpu_uuid,
+        gpu_index,
+        gpu_model,
+        namespace,
+        pod,
+        container,
+        gpu_instance_id,
+        gpu_instance_profile,
+        hpc_job,
+        series_quarantine_reason,
+        cast(len(valid_samples) as bigint) as sample_count,
+        list_min(list_transform(valid_samples, lambda sample: sample.sampled_epoch)) as first_sampled_epoch,
+        list_max(list_transform(valid_samples, lambda sample: sample.sampled_epoch)) as last_sampled_epoch,
+        list_transform(valid_samples, lambda sample: sample.sampled_epoch) as sampled_epochs,
+        list_transform(valid_samples, lambda sample: sample.sample_value) as sample_values,
+        list_transform(
+            quarantined_samples,
+            lambda sample: struct_pack(
+                sampled_epoch := sample.sampled_epoch,
+                sample_value := sample.sample_value,
+                sample_value_raw := sample.sample_value_raw,
+                quarantine_reason := sample.quarantine_reason
+            )
+        ) as quarantined_samples
+    from split
+
+)
+
+select * from final
