@@ -169,6 +169,10 @@
     differs from what was loaded: the table's rows of such a file are replaced, delete+insert on
     source_file). Only file metadata is read here, never the bytes. -#}
 {% macro prometheus_files_to_load(relative_dir) -%}
+    {{ return(adapter.dispatch('prometheus_files_to_load', 'gpucost')(relative_dir)) }}
+{%- endmacro %}
+
+{% macro default__prometheus_files_to_load(relative_dir) -%}
     {%- set files = landing_files(relative_dir ~ '/**/*.json') + landing_files(relative_dir ~ '/**/*.json.gz') -%}
     {%- if not files or not is_incremental() -%}{{ return(files) }}{%- endif -%}
     {%- set result = run_query(
@@ -186,6 +190,10 @@
     it, leaving one tombstone row (no size, no samples, loaded now, its first and last sample time) so that
     int_gpu_usage_hourly recomputes the hours it covered. A file landed again replaces its tombstone. -#}
 {% macro remove_unlanded_prometheus_files(relative_dir) -%}
+    {{ return(adapter.dispatch('remove_unlanded_prometheus_files', 'gpucost')(relative_dir)) }}
+{%- endmacro %}
+
+{% macro default__remove_unlanded_prometheus_files(relative_dir) -%}
     {%- set pattern = landing_path(relative_dir) | replace("'", "''") -%}
     {%- set unlanded -%}
         source_file_size is not null
@@ -214,6 +222,10 @@
     A file without a usable series (status not success, resultType not matrix, no result) still gives one
     row with null labels, so an incremental table knows it has been read. -#}
 {% macro read_prometheus_series(files) -%}
+    {{ return(adapter.dispatch('read_prometheus_series', 'gpucost')(files)) }}
+{%- endmacro %}
+
+{% macro default__read_prometheus_series(files) -%}
     {%- if files %}
     with
 
@@ -332,4 +344,39 @@
         filename,
         md5(content) as content_md5
     from read_blob({{ sql_string_list(files) }})
+{%- endmacro %}
+
+{#- The pod-spec fields read from `kubectl get pods -o json` snapshots (base_kube__pod_specs), as types. -#}
+{% macro kube_pod_spec_types() -%}
+    {{ return(adapter.dispatch('kube_pod_spec_types', 'gpucost')()) }}
+{%- endmacro %}
+
+{% macro default__kube_pod_spec_types() -%}
+    {%- set containers = 'struct(name varchar, image varchar, command varchar[], args varchar[], workingDir varchar)[]' -%}
+    {%- set volumes = 'struct(name varchar, persistentVolumeClaim struct(claimName varchar))[]' -%}
+    {{ return({
+        'containers': containers,
+        'volumes': volumes,
+        'pod': 'struct(metadata struct(name varchar, namespace varchar, uid varchar), spec struct(containers '
+            ~ containers ~ ', volumes ' ~ volumes ~ '))',
+    }) }}
+{%- endmacro %}
+
+{#- One row per pod object of each Pod List snapshot file: filename, pod_object. -#}
+{% macro read_kube_pod_lists(files) -%}
+    {{ return(adapter.dispatch('read_kube_pod_lists', 'gpucost')(files)) }}
+{%- endmacro %}
+
+{% macro default__read_kube_pod_lists(files) -%}
+    select
+        filename,
+        unnest(items) as pod_object
+    from read_json(
+        {{ sql_string_list(files) }},
+        format = 'auto',
+        filename = true,
+        maximum_object_size = 268435456,
+        columns = {kind: 'varchar', items: '{{ kube_pod_spec_types().pod }}[]'}
+    )
+    where kind in ('List', 'PodList')
 {%- endmacro %}

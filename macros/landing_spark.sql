@@ -152,55 +152,92 @@
     {%- endfor %}
 {%- endmacro %}
 
-{#- Prometheus query_range responses, one sample per row (as default__read_prometheus_matrix). The files
-    are read with an explicit schema (a sample's time is a JSON number, its value a string), one whole
-    response per file. -#}
-{% macro spark__read_prometheus_matrix(relative_dir) -%}
-    {%- set files = landing_files(relative_dir ~ '/**/*.json') + landing_files(relative_dir ~ '/**/*.json.gz') -%}
+{#- On spark the telemetry staging tables are rebuilt from every landed file on each run (incremental over
+    files needs delete+insert, which is DuckDB's; merge needs Delta): every file is to load, none is removed. -#}
+{% macro spark__prometheus_files_to_load(relative_dir) -%}
+    {{ return(landing_files(relative_dir ~ '/**/*.json') + landing_files(relative_dir ~ '/**/*.json.gz')) }}
+{%- endmacro %}
+
+{% macro spark__remove_unlanded_prometheus_files(relative_dir) -%}
+    select 1
+{%- endmacro %}
+
+{#- The deepest folder holding all the given files. -#}
+{% macro common_dir(files) -%}
+    {%- set first = files[0].split('/')[:-1] -%}
+    {%- set common = namespace(depth=first | length) -%}
+    {%- for file in files -%}
+        {%- set parts = file.split('/')[:-1] -%}
+        {%- for i in range(common.depth) -%}
+            {%- if i < common.depth and (i >= parts | length or parts[i] != first[i]) -%}
+                {%- set common.depth = i -%}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {{ return(first[:common.depth] | join('/')) }}
+{%- endmacro %}
+
+{#- One row per series of each given query_range file, as default__read_prometheus_series: the file with
+    its size and modification time (Spark's _metadata), the labels as a map, the samples as [time, value]
+    text pairs; a file without a usable series gives one row with null labels. The files are read with an
+    explicit schema (a sample's time is a JSON number, read as text like DuckDB's), one response per file. -#}
+{% macro spark__read_prometheus_series(files) -%}
     {%- if files %}
-    {%- set name = 'landing_' ~ local_md5(relative_dir) -%}
+    {%- set name = 'landing_' ~ local_md5(files | join('|')) -%}
     {%- do run_query(
         "create or replace temporary view " ~ name
         ~ " (status string, data struct<resultType: string, result: array<struct<metric: map<string, string>,"
         ~ " `values`: array<array<string>>>>>)"
-        ~ " using json options (path '" ~ landing_path(relative_dir) ~ "', recursiveFileLookup 'true',"
+        ~ " using json options (path '" ~ common_dir(files) | replace("'", "\\'") ~ "', recursiveFileLookup 'true',"
         ~ " pathGlobFilter '*.{json,json.gz}', multiLine 'true')"
     ) -%}
-    with responses as (
+    with
 
-        select
-            regexp_replace(input_file_name(), '^file:(//)?', '') as filename,
-            data.resultType as result_type,
-            explode(data.result) as series
-        from {{ name }}
-        where status = 'success'
-
-    ),
-
-    samples as (
+    landed as (
 
         select
             filename,
-            result_type,
-            series.metric as labels,
-            explode(series.`values`) as sample
+            size as source_file_size,
+            last_modified as source_file_modified_at
+        from ({{ spark__landed_file_metadata(files) }}) as landed_files
+
+    ),
+
+    responses as (
+
+        select
+            regexp_replace(input_file_name(), '^file:(//)?', '') as filename,
+            case
+                when status = 'success' and data.resultType = 'matrix' and size(data.result) > 0 then data.result
+            end as result
+        from {{ name }}
+
+    ),
+
+    series as (
+
+        select
+            filename,
+            explode_outer(result) as series
         from responses
 
     )
 
     select
-        filename,
-        labels,
-        cast(element_at(sample, 1) as double) as sampled_epoch,
-        element_at(sample, 2) as sample_value
-    from samples
-    where result_type = 'matrix'
+        landed.filename,
+        landed.source_file_size,
+        landed.source_file_modified_at,
+        series.series.metric as labels,
+        series.series.`values` as samples
+    from series
+    inner join landed on series.filename = landed.filename
     {%- else %}
     select
         cast(null as string) as filename,
+        cast(null as bigint) as source_file_size,
+        cast(null as timestamp) as source_file_modified_at,
         cast(null as map<string, string>) as labels,
-        cast(null as double) as sampled_epoch,
-        cast(null as string) as sample_value
+        cast(null as array<array<string>>) as samples
     where false
     {%- endif %}
 {%- endmacro %}
@@ -293,7 +330,8 @@
             ('cluster_id', 'string'), ('node_name', 'string'), ('job_id_text', 'string'),
             ('job_id_raw', 'string'), ('job_name', 'string'), ('user_name', 'string'), ('account', 'string'),
             ('partition_name', 'string'), ('job_state', 'string'), ('gpu_model', 'string'),
-            ('gpus_on_node', 'double'), ('allocation_node_count', 'bigint'), ('started_at', 'timestamp'),
+            ('gpus_on_node', 'double'), ('cpus_on_node', 'double'), ('memory_bytes_on_node', 'double'),
+            ('allocation_node_count', 'bigint'), ('started_at', 'timestamp'),
             ('held_until_at', 'timestamp'), ('ended_at', 'timestamp'),
         ],
         'int_onprem_cost_lines': [
@@ -352,4 +390,43 @@
         regexp_replace(path, '^file:(//)?', '') as filename,
         md5(content) as content_md5
     from {{ spark_landed_files_where(files) }}
+{%- endmacro %}
+
+{#- Pod specs on spark (as default__kube_pod_spec_types / default__read_kube_pod_lists): a JSON view with an
+    explicit schema over the snapshot files' folder, one row per pod object of a Pod List. -#}
+{% macro spark__kube_pod_spec_types() -%}
+    {%- set containers = 'array<struct<name: string, image: string, command: array<string>, args: array<string>,'
+        ~ ' workingDir: string>>' -%}
+    {%- set volumes = 'array<struct<name: string, persistentVolumeClaim: struct<claimName: string>>>' -%}
+    {{ return({
+        'containers': containers,
+        'volumes': volumes,
+        'pod': 'struct<metadata: struct<name: string, namespace: string, uid: string>, spec: struct<containers: '
+            ~ containers ~ ', volumes: ' ~ volumes ~ '>>',
+    }) }}
+{%- endmacro %}
+
+{% macro spark__read_kube_pod_lists(files) -%}
+    {%- set name = 'landing_' ~ local_md5(files | join('|')) -%}
+    {%- do run_query(
+        "create or replace temporary view " ~ name
+        ~ " (kind string, items array<" ~ kube_pod_spec_types().pod ~ ">)"
+        ~ " using json options (path '" ~ common_dir(files) ~ "', recursiveFileLookup 'true',"
+        ~ " pathGlobFilter '*.{json,json.gz}', multiLine 'true')"
+    ) -%}
+    select
+        filename,
+        explode(items) as pod_object
+    from (
+        select
+            regexp_replace(input_file_name(), '^file:(//)?', '') as filename,
+            kind,
+            items
+        from {{ name }}
+    ) as snapshots
+    where
+        kind in ('List', 'PodList')
+        and filename in (
+            {%- for file in files %}'{{ file }}'{{ ", " if not loop.last }}{% endfor -%}
+        )
 {%- endmacro %}

@@ -61,7 +61,7 @@ main_containers as (
         min(image) as image,
         min(image_id) as image_digest
     from containers
-    where not regexp_matches(coalesce(image_repository, ''), '(istio|linkerd|envoy)')
+    where not {{ regexp_search() }}(coalesce(image_repository, ''), '(istio|linkerd|envoy)')
     group by 1
 
 ),
@@ -75,7 +75,7 @@ main_specs as (
         min(working_dir) as working_dir,
         min(volume_claims) as volume_claims
     from pod_specs
-    where not regexp_matches(coalesce(image, ''), '(istio|linkerd|envoy)')
+    where not {{ regexp_search() }}(coalesce(image, ''), '(istio|linkerd|envoy)')
     group by 1
 
 ),
@@ -125,11 +125,12 @@ usage_summary as (
         -- the same inputs must give the same features (and so the same model) on every build;
         -- burstiness (stddev / mean) is sqrt(n * sum(x^2) - sum(x)^2) / sum(x)
         round(cast(sum(util_micro_pct) as double) / count(util_micro_pct) / 1000000, 6) as util_mean,
-        round(quantile_cont(util_micro_pct, 0.95) / 1000000, 6) as util_p95,
+        round(percentile_cont(0.95) within group (order by util_micro_pct) / 1000000, 6) as util_p95,
         round(
             sqrt(cast(
-                count(util_micro_pct) * sum(cast(util_micro_pct as hugeint) * util_micro_pct)
-                - sum(cast(util_micro_pct as hugeint)) * sum(cast(util_micro_pct as hugeint))
+                count(util_micro_pct) * sum(cast(util_micro_pct as {{ wide_int_type() }}) * util_micro_pct)
+                - sum(cast(util_micro_pct as {{ wide_int_type() }}))
+                * sum(cast(util_micro_pct as {{ wide_int_type() }}))
                 as double
             ))
             / nullif(cast(sum(util_micro_pct) as double), 0),

@@ -58,7 +58,9 @@
                         -- zero padding as written (gpu[01-10]); lpad alone would cut cpu[9-11]'s 10 to 1
                         || lpad(
                             cast(n as varchar),
-                            cast(greatest(length(split_part(host_range, '-', 1)), length(cast(n as varchar))) as integer),
+                            cast(
+                                greatest(length(split_part(host_range, '-', 1)), length(cast(n as varchar))) as integer
+                            ),
                             '0'
                         )
                         || host_suffix

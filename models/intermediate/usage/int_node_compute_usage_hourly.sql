@@ -75,8 +75,10 @@ slurm_hours as (
 
     select
         slurm_bounds.*,
-        unnest(range({{ epoch_hour_floor('slurm_bounds.start_epoch') }}, slurm_bounds.end_epoch, 3600))
-            as hour_start_epoch
+        {{ unnest_as(
+            int_range(epoch_hour_floor('slurm_bounds.start_epoch'), 'slurm_bounds.end_epoch', 3600),
+            'hour_start_epoch'
+        ) }}
     from slurm_bounds
     where slurm_bounds.end_epoch > slurm_bounds.start_epoch
 

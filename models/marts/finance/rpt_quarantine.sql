@@ -28,7 +28,7 @@ onprem_items as (
 kube_series as (
 
     select * from {{ ref('base_kube__series') }}
-    where len(quarantined_samples) > 0
+    where {{ list_size('quarantined_samples') }} > 0
 
 ),
 
@@ -37,7 +37,7 @@ kube_quarantined as (
     select
         source_file,
         metric_name,
-        unnest(quarantined_samples) as sample
+        {{ unnest_as('quarantined_samples', 'sample') }}
     from kube_series
 
 ),

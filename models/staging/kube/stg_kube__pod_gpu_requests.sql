@@ -18,8 +18,7 @@ samples as (
     select
         cluster_id,
         labels,
-        unnest(sampled_epochs) as sampled_epoch,
-        unnest(sample_values) as sample_value
+        {{ unnest_zip([('sampled_epochs', 'sampled_epoch'), ('sample_values', 'sample_value')]) }}
     from source
 
 ),
