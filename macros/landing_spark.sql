@@ -381,7 +381,7 @@
     select
         regexp_replace(path, '^file:(//)?', '') as filename,
         length as size,
-        modificationTime as last_modified
+        date_trunc('SECOND', modificationTime) as last_modified
     from {{ spark_landed_files_where(files) }}
 {%- endmacro %}
 

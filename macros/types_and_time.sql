@@ -26,9 +26,20 @@
 
 {% macro duckdb__from_epoch_seconds(seconds) -%}cast(to_timestamp({{ seconds }}) at time zone 'UTC' as timestamp){%- endmacro %}
 
+{#- A decimal literal (text, e.g. '3600.0') that computes as a double on both engines. DuckDB divides
+    decimals as doubles; Spark keeps decimal arithmetic decimal, with as few as 6 fractional digits after a
+    division (2 / 3600.0 is 0.000556), so there it is a double literal (3600.0D). -#}
+{% macro double_literal(text) -%}
+    {{ return(adapter.dispatch('double_literal', 'gpucost')(text)) }}
+{%- endmacro %}
+
+{% macro default__double_literal(text) -%}{{ text }}{%- endmacro %}
+
+{% macro spark__double_literal(text) -%}{{ text }}D{%- endmacro %}
+
 {#- Hours between two timestamps, from epoch seconds (fractional, exact to the second). -#}
 {% macro hours_between(start_ts, end_ts) -%}
-    (({{ epoch_seconds(end_ts) }} - {{ epoch_seconds(start_ts) }}) / 3600.0)
+    (({{ epoch_seconds(end_ts) }} - {{ epoch_seconds(start_ts) }}) / {{ double_literal('3600.0') }})
 {%- endmacro %}
 
 {#- The start of the hour containing epoch seconds, as epoch seconds (integer maths, portable). -#}
@@ -145,4 +156,31 @@
     {%- endfor -%}
     {#- not built yet (compiling or linting an empty warehouse): a star keeps the SQL parseable -#}
     {{ return(names | join(', ') if names else (qualifier ~ '.*' if qualifier else '*')) }}
+{%- endmacro %}
+
+{#- dbt-spark 1.11's dateadd multiplies the interval unparenthesised (`cast(row_number() over (order by 1) - 1
+    * 3600 as int)`), so dbt.date_spine by the hour stepped by seconds from 23:00:01 the day before. The same
+    maths with the interval in parentheses (and a bigint, not an int, of seconds). -#}
+{% macro spark__dateadd(datepart, interval, from_date_or_timestamp) -%}
+    {%- set months = {'month': 1, 'quarter': 3, 'year': 12} -%}
+    {%- set days = {'day': 1, 'week': 7} -%}
+    {%- set seconds = {'hour': 3600, 'minute': 60, 'second': 1} -%}
+    {%- set clock -%}
+        (to_unix_timestamp(to_timestamp({{ from_date_or_timestamp }})) - to_unix_timestamp(date({{ from_date_or_timestamp }})))
+    {%- endset -%}
+    {%- if datepart in days -%}
+        to_timestamp(to_unix_timestamp(
+            date_add(date({{ from_date_or_timestamp }}), cast(({{ interval }}) * {{ days[datepart] }} as int))
+        ) + {{ clock }})
+    {%- elif datepart in months -%}
+        to_timestamp(to_unix_timestamp(
+            add_months(date({{ from_date_or_timestamp }}), cast(({{ interval }}) * {{ months[datepart] }} as int))
+        ) + {{ clock }})
+    {%- elif datepart in seconds -%}
+        to_timestamp(
+            to_unix_timestamp({{ from_date_or_timestamp }}) + cast(({{ interval }}) * {{ seconds[datepart] }} as bigint)
+        )
+    {%- else -%}
+        {{ exceptions.raise_compiler_error("dateadd: datepart '" ~ datepart ~ "' is not implemented on spark") }}
+    {%- endif -%}
 {%- endmacro %}

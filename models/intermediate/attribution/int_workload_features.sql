@@ -104,8 +104,9 @@ hourly as (
         max(nodes.gpu_model) as gpu_model,
         sum(usage.gpu_count) as gpu_count,
         -- utilisation in integer micro-percent: the summary below is then exact integer arithmetic
-        cast(round(100000000.0 * sum(usage.used_gpu_ms) / nullif(sum(usage.gpu_ms), 0)) as bigint)
-            as util_micro_pct
+        cast(round(
+            {{ double_literal('100000000.0') }} * sum(usage.used_gpu_ms) / nullif(sum(usage.gpu_ms), 0)
+        ) as bigint) as util_micro_pct
     from usage
     left join nodes on usage.cluster_id || '/' || usage.node_name = nodes.node_id
     group by 1, 2
@@ -184,7 +185,7 @@ final as (
                 slurm_jobs.started_epoch,
                 usage_summary.first_hour_epoch
             )
-        ) / 3600.0 as duration_hours,
+        ) / {{ double_literal('3600.0') }} as duration_hours,
         usage_summary.util_mean,
         usage_summary.util_p95,
         usage_summary.util_burstiness,
