@@ -281,8 +281,59 @@
     {%- endif -%}
 {%- endmacro %}
 
+{#- Slurm sacct dumps (as default__read_slurm_sacct): each bytes-distinct file read whole as text, split into
+    lines (line numbers from 1), every line after the first under the first line's header. -#}
 {% macro spark__read_slurm_sacct(relative_dir) -%}
-    {%- do spark_unsupported_landing(relative_dir, 'Slurm sacct dumps') -%}
+    {%- set files = distinct_content_files(landing_files(relative_dir ~ '/**/*')) -%}
+    {%- if files %}
+    {%- set name = 'landing_' ~ local_md5(files | join('|')) -%}
+    {%- do run_query(
+        "create or replace temporary view " ~ name ~ " using text options (path '" ~ common_dir(files)
+        ~ "', recursiveFileLookup 'true', wholetext 'true')"
+    ) -%}
+    with
+
+    files as (
+
+        select
+            regexp_replace(input_file_name(), '^file:(//)?', '') as filename,
+            split(replace(value, chr(13), ''), chr(10), -1) as lines
+        from {{ name }}
+
+    ),
+
+    numbered as (
+
+        select
+            filename,
+            posexplode(lines) as (line_index, line)
+        from files
+        where filename in (
+            {%- for file in files %}'{{ file }}'{{ ", " if not loop.last }}{% endfor -%}
+        )
+
+    ),
+
+    headers as (
+
+        select
+            filename,
+            transform(split(line, '[|]', -1), h -> lower(trim(h))) as header
+        from numbered
+        where line_index = 0
+
+    )
+
+    select
+        numbered.filename,
+        cast(numbered.line_index + 1 as bigint) as source_row_number,
+        headers.header,
+        split(numbered.line, '[|]', -1) as fields,
+        numbered.line
+    from numbered
+    inner join headers on numbered.filename = headers.filename
+    where numbered.line_index > 0 and trim(numbered.line) <> ''
+    {%- else %}
     select
         cast(null as string) as filename,
         cast(null as bigint) as source_row_number,
@@ -290,6 +341,7 @@
         cast(null as array<string>) as fields,
         cast(null as string) as line
     where false
+    {%- endif %}
 {%- endmacro %}
 
 {#- The native bill formats' staging is not built on spark (dbt_project.yml): landed native bills stop it. -#}
@@ -302,38 +354,12 @@
     {%- endif -%}
 {%- endmacro %}
 
-{#- Also the on-prem cost lines (hugeint power maths): empty on spark, and landed on-prem items stop the build.
-    Slurm accounting on spark: the sacct parsing (models/staging/slurm, models/intermediate/scheduler) is DuckDB
-    SQL (list comprehensions over host lists); on spark the three models it feeds are empty with the same
-    columns, and a landed sacct dump stops the build (spark__read_slurm_sacct). Jobs without Slurm, i.e.
-    Kubernetes pods, are unaffected. -#}
+{#- The on-prem cost lines (hugeint power maths): empty on spark, and landed on-prem items stop the build. -#}
 {% macro spark_empty_model(model_name, upstream) -%}
     {%- if model_name == 'int_onprem_cost_lines' -%}
         {%- do spark_unsupported_landing('billing/onprem', 'On-prem cost items (hardware, colocation, power)') -%}
     {%- endif -%}
     {%- set columns = {
-        'stg_slurm__job_records': [
-            ('allocation_id', 'string'), ('cluster_id', 'string'), ('job_id_text', 'string'),
-            ('job_id_raw', 'string'), ('base_job_id', 'string'), ('array_task_id', 'string'),
-            ('step_id', 'string'), ('record_kind', 'string'), ('job_name', 'string'), ('user_name', 'string'),
-            ('account', 'string'), ('partition_name', 'string'), ('job_state', 'string'), ('state_raw', 'string'),
-            ('alloc_tres', 'string'), ('node_list', 'string'), ('gpu_model', 'string'), ('work_dir', 'string'),
-            ('submit_line', 'string'), ('job_comment', 'string'), ('gpu_count', 'bigint'),
-            ('cpu_count', 'bigint'), ('memory_bytes', 'bigint'), ('node_count', 'bigint'),
-            ('billing_units', 'bigint'), ('elapsed_seconds', 'bigint'), ('is_allocation', 'boolean'),
-            ('submitted_at', 'timestamp'), ('started_at', 'timestamp'), ('ended_at', 'timestamp'),
-            ('quarantine_reason', 'string'), ('raw_line', 'string'), ('source_file', 'string'),
-            ('source_row_number', 'bigint'),
-        ],
-        'int_slurm_allocation_nodes': [
-            ('allocation_id', 'string'), ('workload_id', 'string'), ('node_id', 'string'),
-            ('cluster_id', 'string'), ('node_name', 'string'), ('job_id_text', 'string'),
-            ('job_id_raw', 'string'), ('job_name', 'string'), ('user_name', 'string'), ('account', 'string'),
-            ('partition_name', 'string'), ('job_state', 'string'), ('gpu_model', 'string'),
-            ('gpus_on_node', 'double'), ('cpus_on_node', 'double'), ('memory_bytes_on_node', 'double'),
-            ('allocation_node_count', 'bigint'), ('started_at', 'timestamp'),
-            ('held_until_at', 'timestamp'), ('ended_at', 'timestamp'),
-        ],
         'int_onprem_cost_lines': [
             ('charge_id', 'string'), ('billing_account_id', 'string'), ('sub_account_id', 'string'),
             ('invoice_id', 'string'), ('resource_id', 'string'), ('sku_id', 'string'),
@@ -355,10 +381,6 @@
             ('billing_period_end_at', 'timestamp'), ('charge_period_start_at', 'timestamp'),
             ('charge_period_end_at', 'timestamp'), ('delivery_folder', 'string'), ('source_file', 'string'),
             ('source_row_number', 'bigint'),
-        ],
-        'int_slurm_usage_hourly': [
-            ('cluster_id', 'string'), ('node_name', 'string'), ('hour_start_epoch', 'bigint'),
-            ('workload_id', 'string'), ('allocation_id', 'string'), ('requested_gpu_ms', 'bigint'),
         ],
     }[model_name] -%}
     select

@@ -1,56 +1,48 @@
 -- GPU time each Slurm job allocation requested per node and hour: the GPUs it holds on the node times the
 -- seconds of the hour it held them. The Slurm side of kube's pod GPU requests, shaped like them.
-{%- if target.type == 'spark' %}
-    {{ spark_empty_model('int_slurm_usage_hourly', ref('int_slurm_allocation_nodes')) }}
-{%- else %}
-    with
+with
 
-    allocation_nodes as (
+allocation_nodes as (
 
-        select * from {{ ref('int_slurm_allocation_nodes') }}
-        where gpus_on_node > 0
+    select * from {{ ref('int_slurm_allocation_nodes') }}
+    where gpus_on_node > 0
 
-    ),
+),
 
-    bounds as (
+bounds as (
 
-        select
-            *,
-            {{ epoch_seconds('started_at') }} as start_epoch,
-            {{ epoch_seconds('held_until_at') }} as end_epoch
-        from allocation_nodes
+    select
+        *,
+        {{ epoch_seconds('started_at') }} as start_epoch,
+        {{ epoch_seconds('held_until_at') }} as end_epoch
+    from allocation_nodes
 
-    ),
+),
 
-    hours as (
+hours as (
 
-        select
-            bounds.*,
-            unnest(range(
-                {{ epoch_hour_floor('bounds.start_epoch') }},
-                bounds.end_epoch,
-                3600
-            )) as hour_start_epoch
-        from bounds
-        where bounds.end_epoch > bounds.start_epoch
+    select
+        bounds.*,
+        {{ unnest_as(int_range(epoch_hour_floor('bounds.start_epoch'), 'bounds.end_epoch', 3600), 'hour_start_epoch') }}
+    from bounds
+    where bounds.end_epoch > bounds.start_epoch
 
-    ),
+),
 
-    final as (
+final as (
 
-        select
-            cluster_id,
-            node_name,
-            hour_start_epoch,
-            workload_id,
-            allocation_id,
-            cast(round(
-                gpus_on_node * 1000
-                * (least(end_epoch, hour_start_epoch + 3600) - greatest(start_epoch, hour_start_epoch))
-            ) as bigint) as requested_gpu_ms
-        from hours
+    select
+        cluster_id,
+        node_name,
+        hour_start_epoch,
+        workload_id,
+        allocation_id,
+        cast(round(
+            gpus_on_node * 1000
+            * (least(end_epoch, hour_start_epoch + 3600) - greatest(start_epoch, hour_start_epoch))
+        ) as bigint) as requested_gpu_ms
+    from hours
 
-    )
+)
 
-    select * from final
-{%- endif %}
+select * from final
