@@ -354,43 +354,6 @@
     {%- endif -%}
 {%- endmacro %}
 
-{#- The on-prem cost lines (hugeint power maths): empty on spark, and landed on-prem items stop the build. -#}
-{% macro spark_empty_model(model_name, upstream) -%}
-    {%- if model_name == 'int_onprem_cost_lines' -%}
-        {%- do spark_unsupported_landing('billing/onprem', 'On-prem cost items (hardware, colocation, power)') -%}
-    {%- endif -%}
-    {%- set columns = {
-        'int_onprem_cost_lines': [
-            ('charge_id', 'string'), ('billing_account_id', 'string'), ('sub_account_id', 'string'),
-            ('invoice_id', 'string'), ('resource_id', 'string'), ('sku_id', 'string'),
-            ('billing_account_name', 'string'), ('sub_account_name', 'string'), ('provider_name', 'string'),
-            ('invoice_issuer_name', 'string'), ('charge_category', 'string'), ('charge_class', 'string'),
-            ('charge_frequency', 'string'), ('charge_description', 'string'), ('service_name', 'string'),
-            ('service_category', 'string'), ('resource_name', 'string'), ('resource_type', 'string'),
-            ('region_id', 'string'), ('availability_zone', 'string'), ('pricing_unit', 'string'),
-            ('consumed_unit', 'string'), ('commitment_discount_id', 'string'),
-            ('commitment_discount_status', 'string'), ('source_format', 'string'),
-            ('native_charge_type', 'string'), ('billing_currency', 'string'), ('tags_raw', 'string'),
-            ('tags', 'string'), ('tag_project_id', 'string'), ('tag_team_id', 'string'),
-            ('tag_user_id', 'string'), ('billed_cost', money_type()), ('effective_cost', money_type()),
-            ('list_cost', money_type()), ('contracted_cost', money_type()),
-            ('consumed_quantity', 'decimal(38, 12)'), ('pricing_quantity', 'decimal(38, 12)'),
-            ('billed_cost_raw', 'string'), ('effective_cost_raw', 'string'), ('is_superseded', 'boolean'),
-            ('quarantine_reason', 'string'), ('invalid_period_reason', 'string'),
-            ('billing_period_start', 'date'), ('billing_period_start_at', 'timestamp'),
-            ('billing_period_end_at', 'timestamp'), ('charge_period_start_at', 'timestamp'),
-            ('charge_period_end_at', 'timestamp'), ('delivery_folder', 'string'), ('source_file', 'string'),
-            ('source_row_number', 'bigint'),
-        ],
-    }[model_name] -%}
-    select
-        {% for name, type in columns -%}
-        cast(null as {{ type }}) as {{ name }}{{ "," if not loop.last }}
-        {% endfor -%}
-    from {{ upstream }}
-    where false
-{%- endmacro %}
-
 {#- Landed files' metadata and content hashes from Spark's binaryFile source (content read only for md5). -#}
 {% macro spark_landed_files_where(files) -%}
     {{ spark_landed_files_view() }}

@@ -9,260 +9,260 @@
 --                counter in mJ; a drop is a reset, counted from 0) x price per kWh
 -- Lines exist for the months the cluster's telemetry covers (an asset's life outside them is not
 -- billed here yet), from the item's start date (and until its end date or end of depreciation).
-{%- if target.type == 'spark' %}
-    {{ spark_empty_model('int_onprem_cost_lines', ref('stg_onprem__cost_items')) }}
-{%- else %}
-    with
+with
 
-    items as (
+items as (
 
-        select * from {{ ref('stg_onprem__cost_items') }}
-        where quarantine_reason is null
+    select * from {{ ref('stg_onprem__cost_items') }}
+    where quarantine_reason is null
 
-    ),
+),
 
-    dcgm as (
+dcgm as (
 
-        select * from {{ ref('base_dcgm__samples') }}
-        where quarantine_reason is null and metric_name = 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'
+    select * from {{ ref('base_dcgm__samples') }}
+    where quarantine_reason is null and metric_name = 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'
 
-    ),
+),
 
-    telemetry_hours as (
+telemetry_hours as (
 
-        select * from {{ ref('stg_dcgm__telemetry_hours') }}
+    select * from {{ ref('stg_dcgm__telemetry_hours') }}
 
-    ),
+),
 
-    months as (
+months as (
 
-        select distinct
-            cluster_id,
-            cast(date_trunc('month', {{ from_epoch_seconds('hour_epoch') }}) as date) as month_start
-        from telemetry_hours
+    select distinct
+        cluster_id,
+        cast(date_trunc('month', {{ from_epoch_seconds('hour_epoch') }}) as date) as month_start
+    from telemetry_hours
 
-    ),
+),
 
-    hours as (
+hours as (
 
-        -- every hour of each month the telemetry touches
-        select
-            cluster_id,
-            month_start,
-            unnest(generate_series(
-                cast(month_start as timestamp),
-                cast(month_start as timestamp) + interval 1 month - interval 1 hour,
-                interval 1 hour
-            )) as hour_at
-        from months
+    -- every hour of each month the telemetry touches
+    select
+        cluster_id,
+        month_start,
+        {{ unnest_as(
+            hour_series(
+                'cast(month_start as timestamp)',
+                'cast(month_start as timestamp) + interval 1 month - interval 1 hour'
+            ),
+            'hour_at'
+        ) }}
+    from months
 
-    ),
+),
 
-    month_hours as (
+month_hours as (
 
-        select
-            cluster_id,
-            month_start,
-            hour_at,
-            row_number() over (partition by cluster_id, month_start order by hour_at) - 1 as hour_index,
-            count(*) over (partition by cluster_id, month_start) as hours_in_month
-        from hours
+    select
+        cluster_id,
+        month_start,
+        hour_at,
+        row_number() over (partition by cluster_id, month_start order by hour_at) - 1 as hour_index,
+        count(*) over (partition by cluster_id, month_start) as hours_in_month
+    from hours
 
-    ),
+),
 
-    fixed_items as (
+fixed_items as (
 
-        select
-            items.*,
-            month_hours.month_start,
-            month_hours.hour_at,
-            month_hours.hour_index,
-            month_hours.hours_in_month,
-            case
-                when items.item_type = 'hardware' then cast(
-                        (date_diff('month', date_trunc('month', items.start_date), month_hours.month_start)) as bigint
-                    )
-            end as life_month_index,
-            -- the month's amount in integer 1e-18 units
-            case
-                when items.item_type = 'hardware' then {{ money_units('items.amount - items.residual_value') }}
-                else {{ money_units('items.amount') }}
-            end as amount_units
-        from items
-        inner join month_hours
-            on items.cluster_id is null or items.cluster_id = month_hours.cluster_id
-        where items.item_type <> 'power'
-            and month_hours.month_start >= cast(date_trunc('month', items.start_date) as date)
-            and (items.end_date is null or month_hours.month_start <= items.end_date)
-            and (
-                items.item_type <> 'hardware'
-                or month_hours.month_start
-                < cast(date_trunc('month', items.start_date) + to_months(items.depreciation_months) as date)
-            )
+    select
+        items.*,
+        month_hours.month_start,
+        month_hours.hour_at,
+        month_hours.hour_index,
+        month_hours.hours_in_month,
+        case
+            when items.item_type = 'hardware' then cast(
+                    ({{ months_from("date_trunc('month', items.start_date)", 'month_hours.month_start') }}) as bigint
+                )
+        end as life_month_index,
+        -- the month's amount in integer 1e-18 units
+        case
+            when items.item_type = 'hardware' then {{ money_units('items.amount - items.residual_value') }}
+            else {{ money_units('items.amount') }}
+        end as amount_units
+    from items
+    inner join month_hours
+        on items.cluster_id is null or items.cluster_id = month_hours.cluster_id
+    where items.item_type <> 'power'
+        and month_hours.month_start >= cast(date_trunc('month', items.start_date) as date)
+        and (items.end_date is null or month_hours.month_start <= items.end_date)
+        and (
+            items.item_type <> 'hardware'
+            or month_hours.month_start
+            < cast({{ plus_months("date_trunc('month', items.start_date)", 'items.depreciation_months') }} as date)
+        )
 
-    ),
+),
 
-    fixed_units as (
+fixed_units as (
 
-        select
-            *,
-            -- this month's share of the whole amount (hardware: largest remainder over the life's months)
-            case
-                when item_type = 'hardware'
-                    then amount_units // depreciation_months
-                        + case when life_month_index < amount_units % depreciation_months then 1 else 0 end
-                else amount_units
-            end as month_units
-        from fixed_items
+    select
+        *,
+        -- this month's share of the whole amount (hardware: largest remainder over the life's months)
+        case
+            when item_type = 'hardware'
+                then {{ int_div('amount_units', 'depreciation_months') }}
+                    + case when life_month_index < amount_units % depreciation_months then 1 else 0 end
+            else amount_units
+        end as month_units
+    from fixed_items
 
-    ),
+),
 
-    fixed_lines as (
+fixed_lines as (
 
-        select
-            item_id,
-            item_type,
-            resource_id,
-            cluster_id,
-            description,
-            billing_account_id,
-            billing_currency,
-            month_start,
-            hour_at,
-            source_file,
-            month_units // hours_in_month
-            + case when hour_index < month_units % hours_in_month then 1 else 0 end as line_units
-        from fixed_units
+    select
+        item_id,
+        item_type,
+        resource_id,
+        cluster_id,
+        description,
+        billing_account_id,
+        billing_currency,
+        month_start,
+        hour_at,
+        source_file,
+        {{ int_div('month_units', 'hours_in_month') }}
+        + case when hour_index < month_units % hours_in_month then 1 else 0 end as line_units
+    from fixed_units
 
-    ),
+),
 
-    energy_deltas as (
+energy_deltas as (
 
-        select
-            cluster_id,
-            node_name,
-            gpu_uuid,
-            sampled_epoch,
-            sample_value - lag(sample_value) over (
-                partition by cluster_id, node_name, gpu_uuid order by sampled_epoch
-            ) as raw_delta,
-            sample_value,
-            lag(sample_value) over (partition by cluster_id, node_name, gpu_uuid order by sampled_epoch) as previous
-        from dcgm
-        where metric_name = 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'
+    select
+        cluster_id,
+        node_name,
+        gpu_uuid,
+        sampled_epoch,
+        sample_value - lag(sample_value) over (
+            partition by cluster_id, node_name, gpu_uuid order by sampled_epoch
+        ) as raw_delta,
+        sample_value,
+        lag(sample_value) over (partition by cluster_id, node_name, gpu_uuid order by sampled_epoch) as previous
+    from dcgm
+    where metric_name = 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'
 
-    ),
+),
 
-    energy_hourly as (
+energy_hourly as (
 
-        select
-            cluster_id,
-            node_name,
-            {{ from_epoch_seconds(epoch_hour_floor('sampled_epoch')) }} as hour_at,
-            -- a counter that went down was reset: the new value is the energy since the reset
-            cast(sum(case when raw_delta >= 0 then raw_delta else sample_value end) as bigint) as energy_millijoules
-        from energy_deltas
-        where previous is not null
-        group by 1, 2, 3
+    select
+        cluster_id,
+        node_name,
+        {{ from_epoch_seconds(epoch_hour_floor('sampled_epoch')) }} as hour_at,
+        -- a counter that went down was reset: the new value is the energy since the reset
+        cast(sum(case when raw_delta >= 0 then raw_delta else sample_value end) as bigint) as energy_millijoules
+    from energy_deltas
+    where previous is not null
+    group by 1, 2, 3
 
-    ),
+),
 
-    power_lines as (
+power_lines as (
 
-        select
-            items.item_id,
-            items.item_type,
-            energy_hourly.node_name as resource_id,
-            energy_hourly.cluster_id,
-            items.description,
-            items.billing_account_id,
-            items.billing_currency,
-            cast(date_trunc('month', energy_hourly.hour_at) as date) as month_start,
-            energy_hourly.hour_at,
-            items.source_file,
-            -- mJ x (price per kWh in 1e-18 units) / 3.6e9 mJ per kWh, truncated to the 1e-18 unit
-            cast(energy_hourly.energy_millijoules as hugeint) * {{ money_units('items.price_per_kwh') }}
-            // 3600000000 as line_units
-        from items
-        inner join energy_hourly
-            on (items.cluster_id is null or items.cluster_id = energy_hourly.cluster_id)
-            and (items.resource_id is null or items.resource_id = energy_hourly.node_name)
-            and cast(energy_hourly.hour_at as date) >= items.start_date
-            and (items.end_date is null or cast(energy_hourly.hour_at as date) <= items.end_date)
-        where items.item_type = 'power'
+    select
+        items.item_id,
+        items.item_type,
+        energy_hourly.node_name as resource_id,
+        energy_hourly.cluster_id,
+        items.description,
+        items.billing_account_id,
+        items.billing_currency,
+        cast(date_trunc('month', energy_hourly.hour_at) as date) as month_start,
+        energy_hourly.hour_at,
+        items.source_file,
+        -- mJ x (price per kWh in 1e-18 units) / 3.6e9 mJ per kWh, truncated to the 1e-18 unit
+        {{ int_div(
+            'cast(energy_hourly.energy_millijoules as ' ~ wide_int_type() ~ ') * ' ~ money_units('items.price_per_kwh'),
+            '3600000000'
+        ) }} as line_units
+    from items
+    inner join energy_hourly
+        on (items.cluster_id is null or items.cluster_id = energy_hourly.cluster_id)
+        and (items.resource_id is null or items.resource_id = energy_hourly.node_name)
+        and cast(energy_hourly.hour_at as date) >= items.start_date
+        and (items.end_date is null or cast(energy_hourly.hour_at as date) <= items.end_date)
+    where items.item_type = 'power'
 
-    ),
+),
 
-    lines as (
+lines as (
 
-        select * from fixed_lines
-        union all
-        select * from power_lines
+    select * from fixed_lines
+    union all
+    select * from power_lines
 
-    ),
+),
 
-    mapped as (
+mapped as (
 
-        select
-            billing_account_id as "BillingAccountId",
-            cast(null as varchar) as "BillingAccountName",
-            cluster_id as "SubAccountId",
-            cast(null as varchar) as "SubAccountName",
-            cast(null as varchar) as "InvoiceId",
-            'On-prem' as "ProviderName",
-            'On-prem' as "InvoiceIssuerName",
-            cast(null as varchar) as "PublisherName",
-            billing_currency as "BillingCurrency",
-            strftime(month_start, '%Y-%m-%dT00:00:00Z') as "BillingPeriodStart",
-            strftime(month_start + interval 1 month, '%Y-%m-%dT00:00:00Z') as "BillingPeriodEnd",
-            strftime(hour_at, '%Y-%m-%dT%H:%M:%SZ') as "ChargePeriodStart",
-            strftime(hour_at + interval 1 hour, '%Y-%m-%dT%H:%M:%SZ') as "ChargePeriodEnd",
-            'Usage' as "ChargeCategory",
-            cast(null as varchar) as "ChargeClass",
-            'Usage-Based' as "ChargeFrequency",
-            description as "ChargeDescription",
-            case item_type
-                when 'hardware' then 'GPU hardware depreciation'
-                when 'power' then 'Energy'
-                when 'colocation' then 'Colocation'
-                else 'Software licence'
-            end as "ServiceName",
-            cast(null as varchar) as "ServiceCategory",
-            resource_id as "ResourceId",
-            item_id as "ResourceName",
-            item_type as "ResourceType",
-            cast(null as varchar) as "RegionId",
-            cast(null as varchar) as "RegionName",
-            cast(null as varchar) as "AvailabilityZone",
-            item_id as "SkuId",
-            cast(null as varchar) as "SkuPriceId",
-            cast(null as varchar) as "PricingUnit",
-            cast(null as varchar) as "PricingQuantity",
-            cast(null as varchar) as "ConsumedUnit",
-            cast(null as varchar) as "ConsumedQuantity",
-            cast(null as varchar) as "ListCost",
-            cast(null as varchar) as "ListUnitPrice",
-            cast(null as varchar) as "ContractedCost",
-            cast(null as varchar) as "ContractedUnitPrice",
-            cast(null as varchar) as "PricingCategory",
-            cast(null as varchar) as "CommitmentDiscountId",
-            cast(null as varchar) as "CommitmentDiscountName",
-            cast(null as varchar) as "CommitmentDiscountCategory",
-            cast(null as varchar) as "CommitmentDiscountType",
-            cast(null as varchar) as "CommitmentDiscountStatus",
-            {{ units_money_text('line_units') }} as "BilledCost",
-            {{ units_money_text('line_units') }} as "EffectiveCost",
-            cast(null as varchar) as "Tags",
-            item_type as native_charge_type,
-            cast(null as varchar) as delivery_dataset,
-            cast(null as varchar) as native_superseded_reason,
-            source_file as filename,
-            row_number() over (order by item_id, resource_id, hour_at) as source_row_number
-        from lines
+    select
+        billing_account_id as {{ adapter.quote('BillingAccountId') }},
+        cast(null as string) as {{ adapter.quote('BillingAccountName') }},
+        cluster_id as {{ adapter.quote('SubAccountId') }},
+        cast(null as string) as {{ adapter.quote('SubAccountName') }},
+        cast(null as string) as {{ adapter.quote('InvoiceId') }},
+        'On-prem' as {{ adapter.quote('ProviderName') }},
+        'On-prem' as {{ adapter.quote('InvoiceIssuerName') }},
+        cast(null as string) as {{ adapter.quote('PublisherName') }},
+        billing_currency as {{ adapter.quote('BillingCurrency') }},
+        {{ utc_text('month_start', is_date=true) }} as {{ adapter.quote('BillingPeriodStart') }},
+        {{ utc_text('month_start + interval 1 month', is_date=true) }} as {{ adapter.quote('BillingPeriodEnd') }},
+        {{ utc_text('hour_at') }} as {{ adapter.quote('ChargePeriodStart') }},
+        {{ utc_text('hour_at + interval 1 hour') }} as {{ adapter.quote('ChargePeriodEnd') }},
+        'Usage' as {{ adapter.quote('ChargeCategory') }},
+        cast(null as string) as {{ adapter.quote('ChargeClass') }},
+        'Usage-Based' as {{ adapter.quote('ChargeFrequency') }},
+        description as {{ adapter.quote('ChargeDescription') }},
+        case item_type
+            when 'hardware' then 'GPU hardware depreciation'
+            when 'power' then 'Energy'
+            when 'colocation' then 'Colocation'
+            else 'Software licence'
+        end as {{ adapter.quote('ServiceName') }},
+        cast(null as string) as {{ adapter.quote('ServiceCategory') }},
+        resource_id as {{ adapter.quote('ResourceId') }},
+        item_id as {{ adapter.quote('ResourceName') }},
+        item_type as {{ adapter.quote('ResourceType') }},
+        cast(null as string) as {{ adapter.quote('RegionId') }},
+        cast(null as string) as {{ adapter.quote('RegionName') }},
+        cast(null as string) as {{ adapter.quote('AvailabilityZone') }},
+        item_id as {{ adapter.quote('SkuId') }},
+        cast(null as string) as {{ adapter.quote('SkuPriceId') }},
+        cast(null as string) as {{ adapter.quote('PricingUnit') }},
+        cast(null as string) as {{ adapter.quote('PricingQuantity') }},
+        cast(null as string) as {{ adapter.quote('ConsumedUnit') }},
+        cast(null as string) as {{ adapter.quote('ConsumedQuantity') }},
+        cast(null as string) as {{ adapter.quote('ListCost') }},
+        cast(null as string) as {{ adapter.quote('ListUnitPrice') }},
+        cast(null as string) as {{ adapter.quote('ContractedCost') }},
+        cast(null as string) as {{ adapter.quote('ContractedUnitPrice') }},
+        cast(null as string) as {{ adapter.quote('PricingCategory') }},
+        cast(null as string) as {{ adapter.quote('CommitmentDiscountId') }},
+        cast(null as string) as {{ adapter.quote('CommitmentDiscountName') }},
+        cast(null as string) as {{ adapter.quote('CommitmentDiscountCategory') }},
+        cast(null as string) as {{ adapter.quote('CommitmentDiscountType') }},
+        cast(null as string) as {{ adapter.quote('CommitmentDiscountStatus') }},
+        {{ units_money_text('line_units') }} as {{ adapter.quote('BilledCost') }},
+        {{ units_money_text('line_units') }} as {{ adapter.quote('EffectiveCost') }},
+        cast(null as string) as {{ adapter.quote('Tags') }},
+        item_type as native_charge_type,
+        cast(null as string) as delivery_dataset,
+        cast(null as string) as native_superseded_reason,
+        source_file as filename,
+        row_number() over (order by item_id, resource_id, hour_at) as source_row_number
+    from lines
 
-    ),
+),
 
-    {{ typed_bill_charges('mapped', 'onprem') }}
+{{ typed_bill_charges('mapped', 'onprem') }}
 
-    select * from final
-{%- endif %}
+select * from final
