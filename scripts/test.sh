@@ -43,12 +43,4 @@ fi
 GPUCOST_REQUIRE_SPARK=1 .venv/bin/python -m pytest tests/python "${parallel[@]}" "$@"
 
 echo "== dbt build on local Spark (target spark, selector sql_only: seeds, SQL models, data tests)"
-mkdir -p "$scratch/spark"
-.venv/bin/gpucost generate --nodes 4 --days 3 --step 600 --out "$scratch/spark/landing" >/dev/null
-spark_start=$(date +%s)
-GPUCOST_LANDING_DIR="$scratch/spark/landing" GPUCOST_SPARK_DIR="$scratch/spark" \
-    .venv/bin/dbt build --project-dir . --profiles-dir . --target spark --selector sql_only \
-    --target-path "$scratch/spark/target" --log-path "$scratch/spark/logs" >"$scratch/spark/build.log" 2>&1 \
-    || { grep -E "ERROR|Error in|Failure in|FAIL" "$scratch/spark/build.log" | head -40; exit 1; }
-grep -E "Done\." "$scratch/spark/build.log" | sed 's/^.*Done/spark build: Done/'
-echo "spark build: $(( $(date +%s) - spark_start )) s"
+bash scripts/spark_build.sh "$scratch/spark"
