@@ -411,7 +411,7 @@ def _add_next_features(
             project = labels.get(str(r["workload_id"]))
             if project is None:
                 continue
-            user_next[r.get("user_id") or NONE] = project
+            user_next[_user_key(r)] = project
             ns_next[r.get("namespace") or NONE] = project
             family_next[_family(r)] = project
         pending.clear()
