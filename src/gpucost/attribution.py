@@ -10,10 +10,11 @@ Signals (the four families of the design brief), one feature dict per workload:
   of the launch line (container command + args from the pod spec, or a Slurm SubmitLine), working
   directory and mounted volume claims;
 * resource patterns: GPU count and model, duration, GPU utilisation mean / p95 / burstiness;
-* temporal relationships: the project of the same user's / namespace's / job family's previous
-  known workload, the job that ended just before on the same user's account (pipelines), the
-  earlier job whose output this one reads (lineage: its name in this one's paths), the hour of day
-  and day of week;
+* temporal relationships: the project of the same user's (on the same cluster) / namespace's / job
+  family's previous known workload, the job that ended just before on the same user's account
+  (pipelines), the earlier job whose output this one reads (lineage: its name in this one's
+  paths), the hour of day and day of week; a workload without a user label reads the history of
+  the user its owner or volume claims name (a notebook server ``jupyter-alice``);
 * user behaviour: the user's and the namespace's project mix so far.
 
 One training per build (:func:`attribute`): a regression fitted on the older labelled workloads,
@@ -76,8 +77,6 @@ PIPELINE_GAP_SECONDS = 2 * 3600
 _C = 1.0  # inverse L2 strength of the logistic regression
 _MAX_ITER = 200
 _CAL_PRIOR = 50.0  # pseudo-workloads of evidence for the identity calibration map
-_NEXT = False
-_CV = 3
 _CAL_MIN = 30  # fewest hold-out workloads to calibrate on (else raw probabilities, said so)
 
 
@@ -308,11 +307,9 @@ def _family(record: Mapping[str, Any]) -> str:
 def history_features(
     records: Sequence[Mapping[str, Any]],
     labels: Mapping[str, str],
-    later_labels: Mapping[str, str] | None = None,
     reader_users: Mapping[str, str | None] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Temporal and behavioural features per workload, from labels of strictly earlier workloads
-    (and, with ``later_labels``, of strictly later ones: :func:`_add_next_features`).
+    """Temporal and behavioural features per workload, from labels of strictly earlier workloads.
 
     ``labels`` maps workload_id -> known project for the workloads whose label may be read.
     Records are visited in start order; a workload's features are computed *before* any label of a
@@ -383,76 +380,7 @@ def history_features(
                 f[f"reads_prev={owner_project[ref]}"] = 1.0
         out[str(r["workload_id"])] = f
         pending.append(r)
-    if later_labels is not None:
-        _add_next_features(order, later_labels, out, reader_users)
     return out
-
-
-def _add_next_features(
-    order: Sequence[Mapping[str, Any]],
-    labels: Mapping[str, str],
-    out: dict[str, dict[str, float]],
-    reader_users: Mapping[str, str | None] | None = None,
-) -> None:
-    """The project of the same user's / namespace's / job family's *next* known workload (one that
-    started strictly later), and where it agrees with the previous one, the streak both sides show.
-
-    Chargeback is computed after the month closes: a workload's later neighbours are known then.
-    Visited in reverse start order, committing a start second's labels only after every workload
-    of that second was read, so no workload sees its own label or a same-second neighbour's."""
-    user_next: dict[str, str] = {}
-    ns_next: dict[str, str] = {}
-    family_next: dict[str, str] = {}
-    pending: list[Mapping[str, Any]] = []
-    pending_start: float | None = None
-
-    def commit() -> None:
-        for r in pending:
-            project = labels.get(str(r["workload_id"]))
-            if project is None:
-                continue
-            user_next[_user_key(r)] = project
-            ns_next[r.get("namespace") or NONE] = project
-            family_next[_family(r)] = project
-        pending.clear()
-
-    for r in reversed(order):
-        start = _num(r.get("started_epoch")) or 0.0
-        if pending_start is None or start < pending_start:
-            commit()
-            pending_start = start
-        user, ns = _reader_key(r, reader_users), r.get("namespace") or NONE
-        f = out[str(r["workload_id"])]
-        for prefix, key, table in (
-            ("user", user, user_next),
-            ("ns", ns, ns_next),
-            ("family", _family(r), family_next),
-        ):
-            if prefix == "user" and user == NONE:
-                continue
-            project = table.get(key)
-            if project is None:
-                continue
-            f[f"{prefix}_next={project}"] = 1.0
-            if f.get(f"{prefix}_prev={project}"):
-                f[f"{prefix}_streak={project}"] = 1.0
-        pending.append(r)
-
-
-def _features(
-    records: Sequence[Mapping[str, Any]],
-    labels: Mapping[str, str],
-    known_projects: Sequence[str],
-    later_labels: Mapping[str, str] | None = None,
-) -> dict[str, dict[str, float]]:
-    history = history_features(records, labels, later_labels)
-    return {
-        str(r["workload_id"]): {
-            **static_features(r, known_projects),
-            **history[str(r["workload_id"])],
-        }
-        for r in records
-    }
 
 
 def _gpu_hours(record: Mapping[str, Any]) -> float:
@@ -566,7 +494,6 @@ def fit(
     labels: Sequence[str],
     *,
     calibration: tuple[Sequence[Mapping[str, float]], Sequence[str], Sequence[float]] | None = None,
-    vocabulary: Sequence[Mapping[str, float]] = (),
     seed: int = 0,
     min_class_count: int = 3,
 ) -> AttributionModel | None:
@@ -589,9 +516,7 @@ def fit(
     vectorizer = DictVectorizer(sparse=True, sort=True)
     # the vocabulary (not the labels) of the hold-out too: the training continued on it can use
     # features that first appear there (a new dataset); before that their weights stay zero
-    vectorizer.fit(
-        [features[i] for i in keep] + list(calibration[0] if calibration else []) + list(vocabulary)
-    )
+    vectorizer.fit([features[i] for i in keep] + list(calibration[0] if calibration else []))
     x = vectorizer.transform([features[i] for i in keep])
     y = np.array([labels[i] for i in keep])
     base = LogisticRegression(C=_C, max_iter=_MAX_ITER, tol=1e-3, random_state=seed)
@@ -626,7 +551,7 @@ def continue_training(
     """Continue the same training on every labelled workload (warm start from the measured
     checkpoint): the predictions use every label, the calibration map measured on the checkpoint
     is kept. Call it after the hold-out was scored (the checkpoint's predictions are the measured
-    ones). ``features`` may read more than the checkpoint's did (later neighbours)."""
+    ones)."""
     if model.training_data is None:
         return
     model.training_data = None
@@ -640,46 +565,6 @@ def continue_training(
     coefs = base.coef_ if base.coef_.shape[0] > 1 else np.vstack([-base.coef_[0], base.coef_[0]])
     model.coefficients = coefs
     model.training_workloads = int(known.sum())
-
-
-def cross_validated_calibrator(
-    model: AttributionModel,
-    features: Sequence[Mapping[str, float]],
-    labels: Sequence[str],
-    weights: Sequence[float],
-    *,
-    folds: int = 3,
-    seed: int = 0,
-) -> TopLabelCalibrator | None:
-    """A calibration map for the model trained on every label, from cross-validation: the labelled
-    workloads (in start order) are cut into ``folds`` contiguous time blocks; each block's raw
-    first-candidate probabilities come from a regression fitted on the other blocks, and the map
-    (:class:`TopLabelCalibrator`, ``weights`` as for the hold-out) is fitted on all of them.
-
-    For features that read later neighbours too: the time-based hold-out has no later labels to
-    read (they are hidden), so a map fitted there would not fit the workloads to score."""
-    x = model.vectorizer.transform(features)
-    y = np.asarray(labels)
-    n = len(y)
-    if n < max(_CAL_MIN, folds):
-        return None
-    block = np.arange(n) * folds // n
-    known = np.isin(y, model.classifier.classes_)
-    top, correct = np.zeros(n), np.zeros(n, dtype=bool)
-    for k in range(folds):
-        train = (block != k) & known
-        if len(set(y[train])) < 2:
-            return None
-        clf = LogisticRegression(C=_C, max_iter=_MAX_ITER, tol=1e-3, random_state=seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            clf.fit(x[train], y[train])
-        held = block == k
-        proba = clf.predict_proba(x[held])
-        best = np.argmax(proba, axis=1)
-        top[held] = proba[np.arange(len(best)), best]
-        correct[held] = clf.classes_[best] == y[held]
-    return TopLabelCalibrator(top, correct, np.asarray(weights, dtype=float))
 
 
 def _raw_top(
@@ -833,26 +718,16 @@ def attribute(
         train, test = labelled, []
     train_ids = [str(r["workload_id"]) for r in train]
     test_ids = [str(r["workload_id"]) for r in test]
-    static, history, checkpoint_history = _views(
-        records, neighbours, known_projects, targets, set(train_ids) | set(test_ids), test_ids, seed
-    )
-
-    def shown(wid: str) -> dict[str, float]:  # as the checkpoint sees it
-        return {**static[wid], **checkpoint_history[wid]}
-
-    def full(wid: str) -> dict[str, float]:  # as the model that predicts sees it
-        return {**static[wid], **history[wid]}
-
     labelled_ids = train_ids + test_ids
+    shown = _shown_features(records, neighbours, known_projects, targets, set(labelled_ids), seed)
     model = fit(
-        [shown(w) for w in train_ids],
+        [shown[w] for w in train_ids],
         [labels[w] for w in train_ids],
         calibration=(
-            [shown(w) for w in test_ids],
+            [shown[w] for w in test_ids],
             [labels[w] for w in test_ids],
             calibration_weights(test, targets or test),
         ),
-        vocabulary=[full(w) for w in labelled_ids] if history is not checkpoint_history else (),
         seed=seed,
     )
     if model is None:
@@ -860,44 +735,30 @@ def attribute(
     # measured on the checkpoint (the regression has not seen the hold-out), then trained on
     held = predict(
         model,
-        [shown(w) for w in test_ids],
+        [shown[w] for w in test_ids],
         test_ids,
         explain_below=0.0,
         confidences=cross_fitted_confidences(model),
     )
-    continue_training(model, [full(w) for w in labelled_ids], [labels[w] for w in labelled_ids])
-    if _NEXT and _CV:
-        cv = cross_validated_calibrator(
-            model,
-            [full(w) for w in labelled_ids],
-            [labels[w] for w in labelled_ids],
-            calibration_weights(train + test, targets or train + test),
-            folds=_CV,
-            seed=seed,
-        )
-        if cv is not None:
-            model.calibrator = cv
-    preds = predict(model, [full(w) for w in target_ids], target_ids, explain_below=explain_below)
+    continue_training(model, [shown[w] for w in labelled_ids], [labels[w] for w in labelled_ids])
+    preds = predict(model, [shown[w] for w in target_ids], target_ids, explain_below=explain_below)
     return Attribution(preds, [(p, labels[p.workload_id]) for p in held], model)
 
 
-def _views(
+def _shown_features(
     records: Sequence[Mapping[str, Any]],
     neighbours: Mapping[str, str],
     known_projects: Sequence[str],
     targets: Sequence[Mapping[str, Any]],
     labelled_ids: set[str],
-    hidden_ids: Sequence[str],
     seed: int,
-) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]], dict[str, dict[str, float]]]:
-    """Features of the labelled workloads and the targets, as the model sees them: (static,
-    history, history for the checkpoint).
+) -> dict[str, dict[str, float]]:
+    """Features of the labelled workloads and the targets, as the model sees them.
 
     A labelled workload is shown masked like the targets (:func:`mask_draw`); a workload without a
-    user label (or masked) reads history under the user its owner or claims name
-    (:class:`UserInference`, never from its own label). The checkpoint's history does not read
-    the hidden hold-out's labels as later neighbours (a hold-out workload's earlier neighbours are
-    read as before: an untagged workload's are known too)."""
+    user label (or masked) reads history under the user its owner or volume claims name
+    (:class:`UserInference`, never from its own label). A label is filed under its workload's own
+    user (or the inferred one when it has none), whatever that workload is shown with."""
     patterns = label_patterns(targets)
     infer = UserInference(records)
     wanted = labelled_ids | {str(r["workload_id"]) for r in targets}
@@ -918,13 +779,8 @@ def _views(
         readers[wid] = user
         if wid in wanted:
             static[wid] = static_features(view, known_projects)
-    history = history_features(writers, neighbours, neighbours if _NEXT else None, readers)
-    checkpoint = history
-    if _NEXT and hidden_ids:
-        hidden = set(hidden_ids)
-        later = {w: p for w, p in neighbours.items() if w not in hidden}
-        checkpoint = history_features(writers, neighbours, later, readers)
-    return static, history, checkpoint
+    history = history_features(writers, neighbours, readers)
+    return {wid: {**f, **history[wid]} for wid, f in static.items()}
 
 
 def predict_untagged(
