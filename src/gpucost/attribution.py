@@ -278,9 +278,9 @@ class UserInference:
     def keys(record: Mapping[str, Any]) -> list[str]:
         place = f"{record.get('cluster_id') or NONE}/{record.get('namespace') or NONE}"
         out = []
-        family = _family(record)
-        if family != NONE:
-            out.append(f"{place}/owner={family}")
+        owner = str(record.get("created_by_name") or "").lower()  # the exact owner, not its family
+        if owner:
+            out.append(f"{place}/owner={owner}")
         out.extend(f"{place}/claim={c}" for c in str(record.get("volume_claims") or "").split())
         return out
 
