@@ -10,16 +10,18 @@ Signals (the four families of the design brief), one feature dict per workload:
   of the launch line (container command + args from the pod spec, or a Slurm SubmitLine), working
   directory and mounted volume claims;
 * resource patterns: GPU count and model, duration, GPU utilisation mean / p95 / burstiness;
-* temporal relationships: the project of the same user's / namespace's / job family's previous
-  known workload, the job that ended just before on the same user's account (pipelines), the
-  earlier job whose output this one reads (lineage: its name in this one's paths), the hour of day
-  and day of week;
+* temporal relationships: the project of the same user's (on the same cluster) / namespace's / job
+  family's previous known workload, the job that ended just before on the same user's account
+  (pipelines), the earlier job whose output this one reads (lineage: its name in this one's
+  paths), the hour of day and day of week; a workload without a user label reads the history of
+  the user its owner or volume claims name (a notebook server ``jupyter-alice``);
 * user behaviour: the user's and the namespace's project mix so far.
 
 One training per build (:func:`attribute`): a regression fitted on the older labelled workloads,
 measured and calibrated (top-label Platt scaling shrunk toward the identity) on the newest ones,
 then continued on them. Labelled workloads are shown to the model as the targets look (user / team
-labels masked as often as the targets lack them: :func:`masked`).
+labels masked as often as the targets lack them: :func:`mask_draw`; a missing user read from the
+workload's owner or volume claims: :class:`UserInference`).
 
 History features only read labels of workloads that **started strictly earlier** (never the
 workload's own label, never the future): :func:`history_features` is leakage-free by construction,
@@ -182,6 +184,12 @@ def static_features(record: Mapping[str, Any], known_projects: Sequence[str]) ->
     # data and checkpoint paths), its working directory, the volume claims it mounts
     for tok in tokens(record.get("command_line")):
         f[f"cmd={tok}"] = 1.0
+    # whole path segments (a dataset, a bucket, a config), not only their words: two datasets
+    # named web-pool and code-pool share the word pool, not the data; segments with a random part
+    # (a run's own name) say nothing another workload can learn from
+    for seg in references(record):
+        if not any(_NOISE.match(part) for part in _SPLIT.split(seg) if part):
+            f[f"seg={seg}"] = 1.0
     for tok in tokens(record.get("working_dir")):
         f[f"dir={tok}"] = 1.0
     for tok in tokens(record.get("volume_claims")):
@@ -233,6 +241,63 @@ def references(record: Mapping[str, Any]) -> set[str]:
     return {part for part in _PATH_PART.split(text.lower()) if part}
 
 
+def _user_key(record: Mapping[str, Any], user: Any = None) -> str:
+    """Whose history a workload continues: its user on its cluster (a person's work on one
+    cluster is one stream of work; the same person on another cluster may be on other things)."""
+    user = user if user is not None else record.get("user_id")
+    if not user:
+        return NONE
+    return f"{record.get('cluster_id') or NONE}/{user}"
+
+
+def _reader_key(record: Mapping[str, Any], reader_users: Mapping[str, str | None] | None) -> str:
+    wid = str(record["workload_id"])
+    if reader_users is None or wid not in reader_users:
+        return _user_key(record)
+    user = reader_users[wid]
+    return _user_key(record, user) if user else NONE
+
+
+class UserInference:
+    """The user of a workload without a user label, from the other workloads that share its owner
+    (a notebook server's StatefulSet ``jupyter-alice``, in its namespace) or mount the same volume
+    claim (``ws-alice``) and do carry one: where those name a single user, that is the user.
+
+    Counts are kept per key, so a workload's own user label can be left out when it is the one
+    asked about (a labelled workload shown without its user must not be told its user by itself).
+    """
+
+    def __init__(self, records: Iterable[Mapping[str, Any]]) -> None:
+        self.counts: dict[str, Counter[str]] = defaultdict(Counter)
+        for r in records:
+            if r.get("user_id"):
+                for key in self.keys(r):
+                    self.counts[key][str(r["user_id"])] += 1
+
+    @staticmethod
+    def keys(record: Mapping[str, Any]) -> list[str]:
+        place = f"{record.get('cluster_id') or NONE}/{record.get('namespace') or NONE}"
+        out = []
+        owner = str(record.get("created_by_name") or "").lower()  # the exact owner, not its family
+        if owner:
+            out.append(f"{place}/owner={owner}")
+        out.extend(f"{place}/claim={c}" for c in str(record.get("volume_claims") or "").split())
+        return out
+
+    def user_for(self, record: Mapping[str, Any], own: str | None = None) -> str | None:
+        """The single user the record's owner and claims point to (``own``: its own user label,
+        not counted), else None."""
+        found: set[str] = set()
+        for key in self.keys(record):  # the owner first: a claim may be shared (a dataset cache)
+            counts = self.counts.get(key)
+            users = {u for u, n in (counts or {}).items() if n - (1 if u == own else 0) > 0}
+            if len(users) == 1:
+                if "/owner=" in key:
+                    return users.pop()
+                found |= users
+        return found.pop() if len(found) == 1 else None
+
+
 def _family(record: Mapping[str, Any]) -> str:
     """The job family: the owner name (job, replica set, stateful set) without random suffixes."""
     toks = [t for t in _SPLIT.split(str(record.get("created_by_name") or "").lower()) if t]
@@ -240,13 +305,18 @@ def _family(record: Mapping[str, Any]) -> str:
 
 
 def history_features(
-    records: Sequence[Mapping[str, Any]], labels: Mapping[str, str]
+    records: Sequence[Mapping[str, Any]],
+    labels: Mapping[str, str],
+    reader_users: Mapping[str, str | None] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Temporal and behavioural features per workload, from labels of strictly earlier workloads.
 
     ``labels`` maps workload_id -> known project for the workloads whose label may be read.
     Records are visited in start order; a workload's features are computed *before* any label of a
     workload starting at the same second or later is added, so no workload sees its own label.
+    A label is filed under its record's user; ``reader_users`` (workload_id -> user or None) says
+    under which user a workload *reads* history, when that differs (a labelled workload shown
+    without its user label, as the workloads to score often are).
     """
     order = sorted(
         records, key=lambda r: (_num(r.get("started_epoch")) or 0.0, str(r["workload_id"]))
@@ -267,7 +337,7 @@ def history_features(
             project = labels.get(str(r["workload_id"]))
             if project is None:
                 continue
-            user, ns = r.get("user_id") or NONE, r.get("namespace") or NONE
+            user, ns = _user_key(r), r.get("namespace") or NONE
             user_mix[user][project] += 1
             ns_mix[ns][project] += 1
             user_last[user] = project
@@ -286,7 +356,7 @@ def history_features(
         if pending_start is None or start > pending_start:
             commit()
             pending_start = start
-        user, ns = r.get("user_id") or NONE, r.get("namespace") or NONE
+        user, ns = _reader_key(r, reader_users), r.get("namespace") or NONE
         f: dict[str, float] = {}
         # without a user there is no user history (service accounts, pods without a user label)
         mixes = [("ns_mix", ns_mix[ns])] + ([("user_mix", user_mix[user])] if user != NONE else [])
@@ -311,21 +381,6 @@ def history_features(
         out[str(r["workload_id"])] = f
         pending.append(r)
     return out
-
-
-def _features(
-    records: Sequence[Mapping[str, Any]],
-    labels: Mapping[str, str],
-    known_projects: Sequence[str],
-) -> dict[str, dict[str, float]]:
-    history = history_features(records, labels)
-    return {
-        str(r["workload_id"]): {
-            **static_features(r, known_projects),
-            **history[str(r["workload_id"])],
-        }
-        for r in records
-    }
 
 
 def _gpu_hours(record: Mapping[str, Any]) -> float:
@@ -401,10 +456,6 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return np.log(q / (1 - q))
 
 
-_USER_FEATURES = ("user=", "user_mix=", "user_prev=", "pipeline_prev=")
-_TEAM_FEATURES = ("team=",)
-
-
 def _has(record: Mapping[str, Any], key: str) -> bool:
     return bool(record.get(key))
 
@@ -416,36 +467,26 @@ def label_patterns(targets: Sequence[Mapping[str, Any]]) -> list[tuple[tuple[boo
     return sorted(((k, n / total) for k, n in counts.items()), reverse=True) if total else []
 
 
-def masked(
-    features: Mapping[str, float],
+def mask_draw(
     record: Mapping[str, Any],
     patterns: Sequence[tuple[tuple[bool, bool], float]],
     seed: int,
-) -> dict[str, float]:
-    """A labelled workload's features as the workloads to score would show them: the user and team
-    labels (and the user's history) dropped as often as they are missing among the targets.
+) -> tuple[bool, bool]:
+    """Whether a labelled workload is shown to the model with its user and its team label:
+    (user?, team?) drawn with the shares the workloads to score carry them (``label_patterns``).
 
     Untagged pods often lack the user or team label that tagged ones carry; a model trained and
     calibrated on complete rows would lean on features it will not see. The draw is a hash of the
     seed and workload id: the same workload is masked the same way on every build."""
     if not patterns:
-        return dict(features)
+        return True, True
     draw = random.Random(f"{seed}/{record['workload_id']}").random()
-    acc, has_user, has_team = 0.0, True, True
+    acc = 0.0
     for (u, t), share in patterns:
         acc += share
         if draw < acc:
-            has_user, has_team = u, t
-            break
-    drop = (() if has_user else _USER_FEATURES) + (() if has_team else _TEAM_FEATURES)
-    if not drop:
-        return dict(features)
-    out = {k: v for k, v in features.items() if not k.startswith(drop)}
-    if not has_user:
-        out[f"user={NONE}"] = 1.0
-    if not has_team:
-        out[f"team={NONE}"] = 1.0
-    return out
+            return u, t
+    return True, True
 
 
 def fit(
@@ -504,29 +545,26 @@ def fit(
 
 def continue_training(
     model: AttributionModel,
-    cal_x: Sequence[Mapping[str, float]],
-    cal_y: Sequence[str],
+    features: Sequence[Mapping[str, float]],
+    labels: Sequence[str],
 ) -> None:
-    """Continue the same training on the hold-out (warm start from the measured checkpoint): the
-    predictions use every label, the calibration map measured on the checkpoint is kept. Call it
-    after the hold-out was scored (the checkpoint's predictions are the measured ones)."""
-    from scipy.sparse import vstack
-
+    """Continue the same training on every labelled workload (warm start from the measured
+    checkpoint): the predictions use every label, the calibration map measured on the checkpoint
+    is kept. Call it after the hold-out was scored (the checkpoint's predictions are the measured
+    ones)."""
     if model.training_data is None:
         return
-    x, y = model.training_data
     model.training_data = None
-    known = np.isin(np.asarray(cal_y), model.classifier.classes_)
-    x_cal = model.vectorizer.transform([f for f, k in zip(cal_x, known, strict=True) if k])
-    y_all = np.concatenate([y, np.asarray(cal_y)[known]])
+    known = np.isin(np.asarray(labels), model.classifier.classes_)
+    x = model.vectorizer.transform([f for f, k in zip(features, known, strict=True) if k])
     base = model.classifier
     base.set_params(warm_start=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        base.fit(vstack([x, x_cal]).tocsr(), y_all)
+        base.fit(x, np.asarray(labels)[known])
     coefs = base.coef_ if base.coef_.shape[0] > 1 else np.vstack([-base.coef_[0], base.coef_[0]])
     model.coefficients = coefs
-    model.training_workloads += int(known.sum())
+    model.training_workloads = int(known.sum())
 
 
 def _raw_top(
@@ -663,7 +701,6 @@ def attribute(
         },
         **labels,
     }
-    feats = _features(records, neighbours, known_projects)
     targets = [
         r
         for r in records
@@ -679,15 +716,13 @@ def attribute(
         test = [r for r in labelled if _start(r) >= cutoff]
     else:
         train, test = labelled, []
+    train_ids = [str(r["workload_id"]) for r in train]
     test_ids = [str(r["workload_id"]) for r in test]
-    patterns = label_patterns(targets)
-    shown = {
-        str(r["workload_id"]): masked(feats[str(r["workload_id"])], r, patterns, seed)
-        for r in labelled
-    }
+    labelled_ids = train_ids + test_ids
+    shown = _shown_features(records, neighbours, known_projects, targets, set(labelled_ids), seed)
     model = fit(
-        [shown[str(r["workload_id"])] for r in train],
-        [labels[str(r["workload_id"])] for r in train],
+        [shown[w] for w in train_ids],
+        [labels[w] for w in train_ids],
         calibration=(
             [shown[w] for w in test_ids],
             [labels[w] for w in test_ids],
@@ -705,9 +740,47 @@ def attribute(
         explain_below=0.0,
         confidences=cross_fitted_confidences(model),
     )
-    continue_training(model, [shown[w] for w in test_ids], [labels[w] for w in test_ids])
-    preds = predict(model, [feats[w] for w in target_ids], target_ids, explain_below=explain_below)
+    continue_training(model, [shown[w] for w in labelled_ids], [labels[w] for w in labelled_ids])
+    preds = predict(model, [shown[w] for w in target_ids], target_ids, explain_below=explain_below)
     return Attribution(preds, [(p, labels[p.workload_id]) for p in held], model)
+
+
+def _shown_features(
+    records: Sequence[Mapping[str, Any]],
+    neighbours: Mapping[str, str],
+    known_projects: Sequence[str],
+    targets: Sequence[Mapping[str, Any]],
+    labelled_ids: set[str],
+    seed: int,
+) -> dict[str, dict[str, float]]:
+    """Features of the labelled workloads and the targets, as the model sees them.
+
+    A labelled workload is shown masked like the targets (:func:`mask_draw`); a workload without a
+    user label (or masked) reads history under the user its owner or volume claims name
+    (:class:`UserInference`, never from its own label). A label is filed under its workload's own
+    user (or the inferred one when it has none), whatever that workload is shown with."""
+    patterns = label_patterns(targets)
+    infer = UserInference(records)
+    wanted = labelled_ids | {str(r["workload_id"]) for r in targets}
+    writers: list[Mapping[str, Any]] = []
+    readers: dict[str, str | None] = {}
+    static: dict[str, dict[str, float]] = {}
+    for r in records:
+        wid = str(r["workload_id"])
+        raw = r.get("user_id") or None
+        inferred = None if raw else infer.user_for(r)
+        writers.append({**r, "user_id": inferred} if inferred else r)
+        if wid in labelled_ids:
+            has_user, has_team = mask_draw(r, patterns, seed)
+            user = raw if raw and has_user else infer.user_for(r, own=raw)
+            view = {**r, "user_id": user, "team_label": r.get("team_label") if has_team else None}
+        else:
+            user, view = raw or inferred, writers[-1]
+        readers[wid] = user
+        if wid in wanted:
+            static[wid] = static_features(view, known_projects)
+    history = history_features(writers, neighbours, readers)
+    return {wid: {**f, **history[wid]} for wid, f in static.items()}
 
 
 def predict_untagged(

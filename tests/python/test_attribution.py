@@ -7,6 +7,7 @@ import random
 import pytest
 
 from gpucost.attribution import (
+    UserInference,
     attribute,
     calibration_weights,
     evaluate,
@@ -14,7 +15,7 @@ from gpucost.attribution import (
     history_features,
     holdout_predictions,
     label_patterns,
-    masked,
+    mask_draw,
     predict,
     predict_untagged,
     static_features,
@@ -211,15 +212,66 @@ def test_masking_drops_the_user_as_often_as_the_targets_lack_one():
     targets = [{"user_id": "u" if i % 4 else None, "team_label": "t"} for i in range(400)]
     patterns = label_patterns(targets)
     assert dict(patterns) == {(True, True): 0.75, (False, True): 0.25}
-    features = {"user=alice": 1.0, "user_mix=rag-search": 0.5, "team=nlp": 1.0, "ns=team-nlp": 1.0}
-    shown = [masked(features, {"workload_id": f"w{i}"}, patterns, seed=0) for i in range(2000)]
-    no_user = [f for f in shown if "user=__none__" in f]
+    shown = [mask_draw({"workload_id": f"w{i}"}, patterns, seed=0) for i in range(2000)]
+    no_user = [s for s in shown if not s[0]]
     assert 0.2 < len(no_user) / len(shown) < 0.3
-    for f in no_user:
-        assert not any(k.startswith(("user=alice", "user_mix=")) for k in f)
-        assert f["team=nlp"] == 1.0 and f["ns=team-nlp"] == 1.0
+    assert all(team for _, team in shown)
     # deterministic per workload
-    assert masked(features, {"workload_id": "w7"}, patterns, seed=0) == shown[7]
+    assert mask_draw({"workload_id": "w7"}, patterns, seed=0) == shown[7]
+
+
+def test_masked_labelled_workloads_lose_user_features_and_targets_look_the_same():
+    # alice's labelled jobs on rag-search; a labelled and an unlabelled job of hers, both shown
+    # without a user: neither reads her history, both read the namespace's
+    records = [
+        {"workload_id": f"a{i}", "user_id": "alice", "namespace": "nlp", "started_epoch": i}
+        for i in range(5)
+    ]
+    labels = {r["workload_id"]: "rag-search" for r in records}
+    later = {"workload_id": "l", "user_id": "alice", "namespace": "nlp", "started_epoch": 10}
+    target = {"workload_id": "t", "namespace": "nlp", "started_epoch": 11}
+    history = history_features([*records, later, target], labels, reader_users={"l": None})
+    assert history["l"] == history["t"]
+    assert history["l"]["ns_prev=rag-search"] == 1.0
+    assert not any(k.startswith(("user_", "pipeline_")) for k in history["l"])
+
+
+def test_user_inferred_from_the_owner_or_claims_never_from_the_workload_itself():
+    def nb(wid, user, claims="ws-alice", ns="team-nlp"):
+        return {
+            "workload_id": wid,
+            "cluster_id": "c",
+            "namespace": ns,
+            "user_id": user,
+            "created_by_name": "jupyter-alice",
+            "volume_claims": claims,
+        }
+
+    records = [nb("n1", "alice"), nb("n2", None), nb("n3", "alice", "ws-alice docs-crawl-cache")]
+    infer = UserInference(records)
+    assert infer.user_for(records[1]) == "alice"
+    # n1 asked about itself, its own label left out: n3 still says alice
+    assert infer.user_for(records[0], own="alice") == "alice"
+    # alone, a workload does not name its own user
+    alone = UserInference([nb("n1", "alice")])
+    assert alone.user_for(nb("n1", "alice"), own="alice") is None
+    # the same owner name in another namespace is another owner
+    assert infer.user_for(nb("x", None, claims="", ns="team-vision")) is None
+    # a claim mounted by two users names nobody; the owner decides first
+    shared = UserInference(
+        [nb("a", "alice", "cache"), {**nb("b", "bob", "cache"), "created_by_name": "jupyter-bob"}]
+    )
+    assert shared.user_for({**nb("c", None, "cache"), "created_by_name": "x-job"}) is None
+    assert shared.user_for(nb("d", None, "cache")) == "alice"
+
+
+def test_user_history_is_kept_per_cluster():
+    a = {"workload_id": "a", "cluster_id": "east", "user_id": "u", "started_epoch": 1}
+    b = {"workload_id": "b", "cluster_id": "west", "user_id": "u", "started_epoch": 2}
+    c = {"workload_id": "c", "cluster_id": "east", "user_id": "u", "started_epoch": 3}
+    history = history_features([a, b, c], {"a": "rag-search", "b": "summarizer"})
+    assert history["c"]["user_prev=rag-search"] == 1.0
+    assert "user_prev=summarizer" not in history["c"]
 
 
 def test_launch_line_is_a_signal_and_a_read_checkpoint_names_its_producer():
@@ -241,6 +293,9 @@ def test_launch_line_is_a_signal_and_a_read_checkpoint_names_its_producer():
     }
     features = static_features(train, PROJECTS)
     assert {"cmd=web-crawl", "cmd=acme-datasets", "dir=ml-nlp"} <= set(features)
+    # whole path segments too, but not a run's own random name
+    assert {"seg=web-crawl", "seg=acme-datasets", "seg=ml-nlp"} <= set(features)
+    assert "seg=exp-3fa2c" not in features
     history = history_features([train, evaluation], {train["workload_id"]: "rag-search"})
     assert history[evaluation["workload_id"]]["reads_prev=rag-search"] == 1.0
     # a producer's label is read only once it started before the reader
