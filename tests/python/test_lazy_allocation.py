@@ -1,7 +1,9 @@
 """The lazy (narwhals) allocation core on DuckDB and on local PySpark: identical to the row core.
 
-Every test runs once per engine. Results are compared exactly (Decimal money) with
-gpucost.allocation, which the golden fixtures and property tests in test_allocation.py pin down.
+Every test runs on both engines (the row-core comparison of the allocation bases: all three on DuckDB,
+max on PySpark). Results are compared exactly (Decimal money) with gpucost.allocation and
+gpucost.storage, which the golden fixtures and property tests in test_allocation.py / test_storage.py
+pin down.
 Set GPUCOST_REQUIRE_SPARK=1 (scripts/test.sh does) to fail rather than skip without pyspark.
 """
 
@@ -17,7 +19,7 @@ import narwhals as nw
 import pyarrow as pa
 import pytest
 
-from gpucost import allocation, lazy_allocation
+from gpucost import allocation, lazy_allocation, storage
 from gpucost.lazy_allocation import money_columns, money_value
 
 D = Decimal
@@ -192,7 +194,13 @@ def _random_fleet(seed: int):
     return lines, usages
 
 
-@pytest.mark.parametrize("basis", ["requested", "used", "max"])
+# Every basis on DuckDB; on PySpark the max basis only (it reads both requested and used time), as a
+# PySpark test costs 15-20 s of plan building over py4j whatever the data (CI time, docs/spark.md).
+@pytest.mark.parametrize(
+    ("engine", "basis"),
+    [("duckdb", "requested"), ("duckdb", "used"), ("duckdb", "max"), ("pyspark", "max")],
+    indirect=["engine"],
+)
 @pytest.mark.parametrize("seed", [1])
 def test_prorate_equals_row_core(engine, seed, basis):
     lines, usages = _random_fleet(seed)
@@ -329,3 +337,76 @@ def test_split_beyond_the_exact_bound_fails_clearly(engine):
     }
     with pytest.raises(ValueError, match="exceeds"):
         _lazy_prorate(engine, [line], [usage], "requested")
+
+
+VOLUME_LINE_SCHEMA = {
+    "charge_id": pa.string(),
+    "claim_ids": pa.string(),
+    "persistent_volume_ids": pa.string(),
+    "volume_key": pa.string(),
+}
+MOUNT_SCHEMA = {"charge_id": pa.string(), "workload_id": pa.string(), "mounted_ms": pa.int64()}
+VOLUME_FIELDS = (
+    "charge_id",
+    "workload_id",
+    "allocation_kind",
+    "unallocated_reason",
+    "allocation_basis",
+    "mounted_ms",
+    "billed_cost",
+    "effective_cost",
+    "allocation_ratio",
+)
+
+
+def test_volume_lines_equal_row_core(engine):
+    # golden: 9.00 held 2 h by a and 1 h by b; a disk whose claim no pod held
+    lines = [
+        {"charge_id": "g1", "billed_cost": D("9"), "effective_cost": D("9")},
+        {"charge_id": "g2", "billed_cost": D("4.2"), "effective_cost": D("4"), "claim_ids": "ns/c"},
+    ]
+    mounts = [
+        {"charge_id": "g1", "workload_id": "a", "mounted_ms": 7_200_000},
+        {"charge_id": "g1", "workload_id": "b", "mounted_ms": 3_600_000},
+    ]
+    # random lines with 18-decimal amounts and credits, claims, volumes, repeated and empty mounts
+    rng = random.Random(5)
+    for i in range(15):
+        billed = D(rng.randrange(-(10**5), 10**8)) / 1000 + D(rng.randrange(10**12)) / D(10**18)
+        lines.append(
+            {
+                "charge_id": f"v{i:02d}",
+                "billed_cost": billed,
+                "effective_cost": (billed * D("0.9")).quantize(D("1e-18")),
+                "claim_ids": rng.choice([None, "", "ns/claim-a", "ns/a, ns/b"]),
+                "persistent_volume_ids": rng.choice([None, "east/pv-1"]),
+                "volume_key": rng.choice([None, "vol-0abc"]),
+            }
+        )
+        for _ in range(rng.choice([0, 0, 1, 2, 4])):
+            mounts.append(
+                {
+                    "charge_id": f"v{i:02d}",
+                    "workload_id": rng.choice([None, f"p{rng.randrange(5)}"]),
+                    "mounted_ms": rng.choice([0, None, 1, 3, rng.randrange(3_600_000 * 24)]),
+                }
+            )
+    money = ("billed_cost", "effective_cost")
+    result = lazy_allocation.allocate_volume_lines(
+        engine(_money_table(lines, money, VOLUME_LINE_SCHEMA)),
+        engine(_money_table(mounts, (), MOUNT_SCHEMA)),
+    )
+    got = sorted(
+        ({f: r[f] for f in VOLUME_FIELDS} for r in _collect(result, lazy_allocation.MONEY)),
+        key=_key,
+    )
+    expected = sorted(
+        ({f: r[f] for f in VOLUME_FIELDS} for r in storage.allocate_volume_lines(lines, mounts)),
+        key=_key,
+    )
+    assert got == expected
+    golden = {(r["charge_id"], r["workload_id"]): r for r in got if r["charge_id"] < "v"}
+    assert golden["g1", "a"]["billed_cost"] == D(6)
+    assert golden["g1", "b"]["billed_cost"] == D(3)
+    assert golden["g1", "a"]["allocation_ratio"] + golden["g1", "b"]["allocation_ratio"] == D(1)
+    assert golden["g2", None]["unallocated_reason"] == "volume_without_pod: ns/c"
