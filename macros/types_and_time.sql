@@ -146,12 +146,13 @@
 
 {% macro spark__array_of(items) -%}array({{ items | join(', ') }}){%- endmacro %}
 
-{#- The columns of a built relation, comma-separated (optionally qualified): a portable `* exclude (...)`
-    (DuckDB) / `* except (...)` (Databricks), which plain Spark SQL lacks. `*` while parsing. -#}
-{% macro column_list(relation, qualifier=none) -%}
+{#- The columns of a built relation, comma-separated (optionally qualified), without those in `exclude`: a
+    portable `* exclude (...)` (DuckDB) / `* except (...)` (Databricks), which plain Spark SQL lacks. `*`
+    while parsing. -#}
+{% macro column_list(relation, qualifier=none, exclude=[]) -%}
     {%- if not execute -%}{{ return('*') }}{%- endif -%}
     {%- set names = [] -%}
-    {%- for column in adapter.get_columns_in_relation(relation) -%}
+    {%- for column in adapter.get_columns_in_relation(relation) if column.name | lower not in exclude -%}
         {%- do names.append((qualifier ~ '.' if qualifier else '') ~ column.name) -%}
     {%- endfor -%}
     {#- not built yet (compiling or linting an empty warehouse): a star keeps the SQL parseable -#}
