@@ -1,7 +1,7 @@
 """The lazy (narwhals) allocation core on DuckDB and on local PySpark: identical to the row core.
 
-Every test runs on both engines (the row-core comparison of the allocation bases: all three on DuckDB,
-max on PySpark). Results are compared exactly (Decimal money) with gpucost.allocation and
+Every check runs on both engines; on PySpark fewer plans: the row-core comparison of the allocation
+bases for max only (all three on DuckDB), with the golden hour and the line without telemetry in it. Results are compared exactly (Decimal money) with gpucost.allocation and
 gpucost.storage, which the golden fixtures and property tests in test_allocation.py / test_storage.py
 pin down.
 Set GPUCOST_REQUIRE_SPARK=1 (scripts/test.sh does) to fail rather than skip without pyspark.
@@ -123,44 +123,52 @@ def _expected_prorate(lines, usages, basis):
     return sorted(({f: r[f] for f in PRORATE_FIELDS} for r in rows), key=_key)
 
 
-def test_prorate_golden_node_hour(engine):
-    # 8 GPUs for one hour; train holds 4 GPUs all hour, nb 1 GPU half an hour: 3.5 GPU-hours idle
-    line = {
-        "charge_id": "c1",
-        "billed_cost": D("98.32"),
-        "effective_cost": D("86.5216"),
-        "capacity_gpu_ms": 8 * 3_600_000,
-    }
-    usages = [
-        {
-            "charge_id": "c1",
-            "workload_id": "train",
-            "requested_gpu_ms": 14_400_000,
-            "used_gpu_ms": 10,
-        },
-        {"charge_id": "c1", "workload_id": "nb", "requested_gpu_ms": 1_800_000, "used_gpu_ms": 0},
-    ]
-    rows = {r["workload_id"]: r for r in _lazy_prorate(engine, [line], usages, "requested")}
-    assert rows["train"]["billed_cost"] == D("49.16")
-    assert rows["nb"]["billed_cost"] == D("6.145")
-    assert rows[None]["allocation_kind"] == "idle"
-    assert rows[None]["billed_cost"] == D("43.015")
-    assert rows[None]["allocation_ratio"] == D("0.4375")
-    assert sum(r["effective_cost"] for r in rows.values()) == D("86.5216")
+# 8 GPUs for one hour; train holds 4 GPUs all hour, nb 1 GPU half an hour: 3.5 GPU-hours idle
+GOLDEN_LINE = {
+    "charge_id": "c1",
+    "billed_cost": D("98.32"),
+    "effective_cost": D("86.5216"),
+    "capacity_gpu_ms": 8 * 3_600_000,
+}
+GOLDEN_USAGES = [
+    {"charge_id": "c1", "workload_id": "train", "requested_gpu_ms": 14_400_000, "used_gpu_ms": 10},
+    {"charge_id": "c1", "workload_id": "nb", "requested_gpu_ms": 1_800_000, "used_gpu_ms": 0},
+]
+NO_TELEMETRY_LINE = {
+    "charge_id": "c9",
+    "billed_cost": D("-12.5"),
+    "effective_cost": D("0"),
+    "capacity_gpu_ms": 0,
+}
 
 
-def test_prorate_line_without_telemetry_is_one_unallocated_row(engine):
-    line = {
-        "charge_id": "c9",
-        "billed_cost": D("-12.5"),
-        "effective_cost": D("0"),
-        "capacity_gpu_ms": 0,
-    }
-    rows = _lazy_prorate(engine, [line], [], "requested")
+def _assert_golden(rows: list[dict]) -> None:
+    golden = {r["workload_id"]: r for r in rows if r["charge_id"] == "c1"}
+    assert golden["train"]["billed_cost"] == D("49.16")
+    assert golden["nb"]["billed_cost"] == D("6.145")
+    assert golden[None]["allocation_kind"] == "idle"
+    assert golden[None]["billed_cost"] == D("43.015")
+    assert golden[None]["allocation_ratio"] == D("0.4375")
+    assert sum(r["effective_cost"] for r in golden.values()) == D("86.5216")
+
+
+def _assert_no_telemetry(rows: list[dict]) -> None:
+    rows = [r for r in rows if r["charge_id"] == "c9"]
     assert [(r["allocation_kind"], r["unallocated_reason"], r["billed_cost"]) for r in rows] == [
         ("unallocated", "no_gpu_telemetry", D("-12.5"))
     ]
     assert rows[0]["allocation_ratio"] == D(1)
+
+
+# These two run on DuckDB here and on PySpark inside test_prorate_equals_row_core (one plan, not three).
+@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
+def test_prorate_golden_node_hour(engine):
+    _assert_golden(_lazy_prorate(engine, [GOLDEN_LINE], GOLDEN_USAGES, "requested"))
+
+
+@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
+def test_prorate_line_without_telemetry_is_one_unallocated_row(engine):
+    _assert_no_telemetry(_lazy_prorate(engine, [NO_TELEMETRY_LINE], [], "requested"))
 
 
 def _random_fleet(seed: int):
@@ -194,8 +202,9 @@ def _random_fleet(seed: int):
     return lines, usages
 
 
-# Every basis on DuckDB; on PySpark the max basis only (it reads both requested and used time), as a
-# PySpark test costs 15-20 s of plan building over py4j whatever the data (CI time, docs/spark.md).
+# Every basis on DuckDB; on PySpark the max basis only (it reads both requested and used time), with
+# the golden hour and the line without telemetry in the same fleet: a PySpark test costs 15-20 s of
+# plan building over py4j whatever the data (CI time, docs/spark.md).
 @pytest.mark.parametrize(
     ("engine", "basis"),
     [("duckdb", "requested"), ("duckdb", "used"), ("duckdb", "max"), ("pyspark", "max")],
@@ -204,11 +213,16 @@ def _random_fleet(seed: int):
 @pytest.mark.parametrize("seed", [1])
 def test_prorate_equals_row_core(engine, seed, basis):
     lines, usages = _random_fleet(seed)
+    lines += [GOLDEN_LINE, NO_TELEMETRY_LINE]
+    usages += GOLDEN_USAGES
     got = sorted(
         ({f: r[f] for f in PRORATE_FIELDS} for r in _lazy_prorate(engine, lines, usages, basis)),
         key=_key,
     )
     assert got == _expected_prorate(lines, usages, basis)
+    if basis != "used":  # the golden hour is worked for requested time (max gives the same)
+        _assert_golden(got)
+    _assert_no_telemetry(got)
     sums = defaultdict(lambda: [D(0), D(0)])
     for row in got:
         sums[row["charge_id"]][0] += row["billed_cost"]
