@@ -33,62 +33,62 @@ parsed as (
         md5(concat_ws(
             '|',
             {% for column in focus_columns() -%}
-                coalesce("{{ column }}", '<null>'){{ "," if not loop.last }}
+                coalesce({{ adapter.quote(column) }}, '<null>'){{ "," if not loop.last }}
             {% endfor -%}
         )) as content_hash,
 
         -- ids
-        nullif(trim("BillingAccountId"), '') as billing_account_id,
-        nullif(trim("SubAccountId"), '') as sub_account_id,
-        nullif(trim("InvoiceId"), '') as invoice_id,
-        nullif(trim("ResourceId"), '') as resource_id,
-        nullif(trim("SkuId"), '') as sku_id,
+        nullif(trim(BillingAccountId), '') as billing_account_id,
+        nullif(trim(SubAccountId), '') as sub_account_id,
+        nullif(trim(InvoiceId), '') as invoice_id,
+        nullif(trim(ResourceId), '') as resource_id,
+        nullif(trim(SkuId), '') as sku_id,
 
         -- strings
-        "BillingAccountName" as billing_account_name,
-        "SubAccountName" as sub_account_name,
-        "ProviderName" as provider_name,
-        "InvoiceIssuerName" as invoice_issuer_name,
-        "ChargeCategory" as charge_category,
-        "ChargeClass" as charge_class,
-        "ChargeFrequency" as charge_frequency,
-        "ChargeDescription" as charge_description,
-        "ServiceName" as service_name,
-        "ServiceCategory" as service_category,
-        "ResourceName" as resource_name,
-        "ResourceType" as resource_type,
-        "RegionId" as region_id,
-        "AvailabilityZone" as availability_zone,
-        "PricingUnit" as pricing_unit,
-        "ConsumedUnit" as consumed_unit,
-        "CommitmentDiscountId" as commitment_discount_id,
-        "CommitmentDiscountStatus" as commitment_discount_status,
+        BillingAccountName as billing_account_name,
+        SubAccountName as sub_account_name,
+        ProviderName as provider_name,
+        InvoiceIssuerName as invoice_issuer_name,
+        ChargeCategory as charge_category,
+        ChargeClass as charge_class,
+        ChargeFrequency as charge_frequency,
+        ChargeDescription as charge_description,
+        ServiceName as service_name,
+        ServiceCategory as service_category,
+        ResourceName as resource_name,
+        ResourceType as resource_type,
+        RegionId as region_id,
+        AvailabilityZone as availability_zone,
+        PricingUnit as pricing_unit,
+        ConsumedUnit as consumed_unit,
+        CommitmentDiscountId as commitment_discount_id,
+        CommitmentDiscountStatus as commitment_discount_status,
         upper(trim(coalesce(
-            "BillingCurrency"{% if var('gpucost_default_billing_currency', none) %},
+            BillingCurrency{% if var('gpucost_default_billing_currency', none) %},
             '{{ var("gpucost_default_billing_currency") }}'{% endif %}
         ))) as billing_currency,
-        "Tags" as tags_raw,
-        try_cast("Tags" as json) as tags,
+        Tags as tags_raw,
+        {{ json_or_null('Tags') }} as tags,
 
         -- money (exact) and quantities
-        {{ dbt.safe_cast('trim("BilledCost")', money_type()) }} as billed_cost,
-        {{ dbt.safe_cast('trim("EffectiveCost")', money_type()) }} as effective_cost,
-        {{ dbt.safe_cast('trim("ListCost")', money_type()) }} as list_cost,
-        {{ dbt.safe_cast('trim("ContractedCost")', money_type()) }} as contracted_cost,
-        {{ dbt.safe_cast('trim("ConsumedQuantity")', 'decimal(38, 12)') }} as consumed_quantity,
-        {{ dbt.safe_cast('trim("PricingQuantity")', 'decimal(38, 12)') }} as pricing_quantity,
+        {{ dbt.safe_cast('trim(BilledCost)', money_type()) }} as billed_cost,
+        {{ dbt.safe_cast('trim(EffectiveCost)', money_type()) }} as effective_cost,
+        {{ dbt.safe_cast('trim(ListCost)', money_type()) }} as list_cost,
+        {{ dbt.safe_cast('trim(ContractedCost)', money_type()) }} as contracted_cost,
+        {{ dbt.safe_cast('trim(ConsumedQuantity)', 'decimal(38, 12)') }} as consumed_quantity,
+        {{ dbt.safe_cast('trim(PricingQuantity)', 'decimal(38, 12)') }} as pricing_quantity,
 
         -- raw money text, kept to explain a line that cannot be parsed
-        "BilledCost" as billed_cost_raw,
-        "EffectiveCost" as effective_cost_raw,
+        BilledCost as billed_cost_raw,
+        EffectiveCost as effective_cost_raw,
 
         -- timestamps (UTC)
-        {{ parse_utc_timestamp('"BillingPeriodStart"') }} as billing_period_start_at,
-        {{ parse_utc_timestamp('"BillingPeriodEnd"') }} as billing_period_end_at,
-        {{ parse_utc_timestamp('"ChargePeriodStart"') }} as charge_period_start_at,
-        {{ parse_utc_timestamp('"ChargePeriodEnd"') }} as charge_period_end_at,
-        "ChargePeriodStart" as charge_period_start_raw,
-        "ChargePeriodEnd" as charge_period_end_raw
+        {{ parse_utc_timestamp('BillingPeriodStart') }} as billing_period_start_at,
+        {{ parse_utc_timestamp('BillingPeriodEnd') }} as billing_period_end_at,
+        {{ parse_utc_timestamp('ChargePeriodStart') }} as charge_period_start_at,
+        {{ parse_utc_timestamp('ChargePeriodEnd') }} as charge_period_end_at,
+        ChargePeriodStart as charge_period_start_raw,
+        ChargePeriodEnd as charge_period_end_raw
 
     from {{ source_cte }}
 
@@ -101,7 +101,7 @@ identified as (
         {% if source_format != 'focus' %}'{{ source_format }}:' || {% endif %}parsed.content_hash || '-'
         || cast(row_number() over (
             partition by parsed.content_hash order by parsed.source_file, parsed.source_row_number
-        ) as varchar) as charge_id,
+        ) as string) as charge_id,
         -- a delivery is a folder: a month landed again in another folder (a restated export) replaces it
         regexp_replace(replace(parsed.source_file, '\\', '/'), '/[^/]*$', '') as delivery_folder,
         landed_files.last_modified_at as file_modified_at
@@ -115,10 +115,7 @@ delivery_times as (
     select
         *,
         -- the export's own delivery time, when the folder's name is one
-        try_strptime(
-            regexp_extract(delivery_folder, '[^/]*$'),
-            ['%Y%m%dT%H%M%SZ', '%Y%m%dT%H%M%S', '%Y-%m-%dT%H:%M:%SZ', '%Y-%m-%dT%H:%M:%S', '%Y%m%d%H%M']
-        ) as delivery_named_at,
+        {{ parse_delivery_timestamp("regexp_extract(delivery_folder, '[^/]*$', 0)") }} as delivery_named_at,
         max(file_modified_at) over (partition by delivery_folder) as delivery_modified_at
     from identified
 
@@ -171,9 +168,9 @@ final as (
         billing_currency,
         tags_raw,
         tags,
-        json_extract_string(tags, '$."{{ var("gpucost_tag_key_project") }}"') as tag_project_id,
-        json_extract_string(tags, '$."{{ var("gpucost_tag_key_team") }}"') as tag_team_id,
-        json_extract_string(tags, '$."{{ var("gpucost_tag_key_user") }}"') as tag_user_id,
+        {{ json_text_at('tags', var("gpucost_tag_key_project")) }} as tag_project_id,
+        {{ json_text_at('tags', var("gpucost_tag_key_team")) }} as tag_team_id,
+        {{ json_text_at('tags', var("gpucost_tag_key_user")) }} as tag_user_id,
         billed_cost,
         effective_cost,
         list_cost,
@@ -187,13 +184,13 @@ final as (
             when delivery_folder <> latest_delivery_folder
                 then 'superseded_by_redelivery: ' || latest_delivery_folder
             when native_superseded_reason is not null then native_superseded_reason
-            when regexp_matches(trim(billed_cost_raw), '\.[0-9]{19,}')
+            when {{ regexp_search() }}(trim(billed_cost_raw), '\.[0-9]{19,}')
                 then 'BilledCost has more than 18 decimal places: ' || billed_cost_raw
-            when regexp_matches(trim(effective_cost_raw), '\.[0-9]{19,}')
+            when {{ regexp_search() }}(trim(effective_cost_raw), '\.[0-9]{19,}')
                 then 'EffectiveCost has more than 18 decimal places: ' || effective_cost_raw
             when billed_cost is null then 'unparseable BilledCost: ' || coalesce(billed_cost_raw, '<null>')
             when effective_cost is null then 'unparseable EffectiveCost: ' || coalesce(effective_cost_raw, '<null>')
-            when billing_currency is null or not regexp_matches(billing_currency, '^[A-Z]{3}$')
+            when billing_currency is null or not {{ regexp_search() }}(billing_currency, '^[A-Z]{3}$')
                 then 'invalid BillingCurrency'
             when billing_period_start_at is null then 'invalid BillingPeriodStart'
         end as quarantine_reason,

@@ -9,6 +9,10 @@
 {#- The files matching a glob under the landing zone (empty list while parsing). -#}
 {% macro landing_files(relative_glob) -%}
     {%- if not execute -%}{{ return([]) }}{%- endif -%}
+    {{ return(adapter.dispatch('landing_files', 'gpucost')(relative_glob)) }}
+{%- endmacro %}
+
+{% macro default__landing_files(relative_glob) -%}
     {%- set pattern = landing_path(relative_glob) -%}
     {%- set result = run_query("select file from glob('" ~ pattern | replace("'", "''") ~ "') order by file") -%}
     {{ return(result.columns[0].values() | list) }}
@@ -20,6 +24,10 @@
     file's name (DuckDB reads CSV as UTF-8; converting silently could change money). -#}
 {% macro distinct_content_files(files) -%}
     {%- if not files -%}{{ return([]) }}{%- endif -%}
+    {{ return(adapter.dispatch('distinct_content_files', 'gpucost')(files)) }}
+{%- endmacro %}
+
+{% macro default__distinct_content_files(files) -%}
     {%- set result = run_query(
         "select filename, md5(content) as content_md5, size,"
         ~ " filename not like '%.gz' and filename not like '%.parquet' and try(decode(content)) is null as is_not_utf8"
@@ -91,6 +99,10 @@
     number. Nested Parquet values (maps, structs, lists: CUR 2.0 resource_tags, GCP credits) become JSON
     text, so staging reads one representation whatever the file type. -#}
 {% macro read_bill_files(relative_dir, columns, check_columns=false) -%}
+    {{ return(adapter.dispatch('read_bill_files', 'gpucost')(relative_dir, columns, check_columns)) }}
+{%- endmacro %}
+
+{% macro default__read_bill_files(relative_dir, columns, check_columns=false) -%}
     {%- set csv_files = distinct_content_files(
         landing_files(relative_dir ~ '/**/*.csv') + landing_files(relative_dir ~ '/**/*.csv.gz')
     ) -%}
@@ -98,9 +110,9 @@
     {%- if check_columns -%}{%- do check_focus_columns(csv_files, parquet_files) -%}{%- endif -%}
     select
         {% for column in columns -%}
-        cast(null as varchar) as "{{ column }}",
+        cast(null as string) as "{{ column }}",
         {% endfor -%}
-        cast(null as varchar) as filename,
+        cast(null as string) as filename,
         cast(null as bigint) as source_row_number
     where false
     {%- if csv_files %}
@@ -123,9 +135,9 @@
     select
         {% for row in described.rows if row[0] not in ('filename', 'file_row_number') -%}
         {%- if row[1].startswith('MAP') or row[1].startswith('STRUCT') or row[1].endswith(']') -%}
-        cast(to_json("{{ row[0] }}") as varchar) as "{{ row[0] }}",
+        cast(to_json("{{ row[0] }}") as string) as "{{ row[0] }}",
         {%- else -%}
-        cast("{{ row[0] }}" as varchar) as "{{ row[0] }}",
+        cast("{{ row[0] }}" as string) as "{{ row[0] }}",
         {%- endif %}
         {% endfor -%}
         filename,
@@ -157,6 +169,10 @@
     differs from what was loaded: the table's rows of such a file are replaced, delete+insert on
     source_file). Only file metadata is read here, never the bytes. -#}
 {% macro prometheus_files_to_load(relative_dir) -%}
+    {{ return(adapter.dispatch('prometheus_files_to_load', 'gpucost')(relative_dir)) }}
+{%- endmacro %}
+
+{% macro default__prometheus_files_to_load(relative_dir) -%}
     {%- set files = landing_files(relative_dir ~ '/**/*.json') + landing_files(relative_dir ~ '/**/*.json.gz') -%}
     {%- if not files or not is_incremental() -%}{{ return(files) }}{%- endif -%}
     {%- set result = run_query(
@@ -174,6 +190,10 @@
     it, leaving one tombstone row (no size, no samples, loaded now, its first and last sample time) so that
     int_gpu_usage_hourly recomputes the hours it covered. A file landed again replaces its tombstone. -#}
 {% macro remove_unlanded_prometheus_files(relative_dir) -%}
+    {{ return(adapter.dispatch('remove_unlanded_prometheus_files', 'gpucost')(relative_dir)) }}
+{%- endmacro %}
+
+{% macro default__remove_unlanded_prometheus_files(relative_dir) -%}
     {%- set pattern = landing_path(relative_dir) | replace("'", "''") -%}
     {%- set unlanded -%}
         source_file_size is not null
@@ -202,6 +222,10 @@
     A file without a usable series (status not success, resultType not matrix, no result) still gives one
     row with null labels, so an incremental table knows it has been read. -#}
 {% macro read_prometheus_series(files) -%}
+    {{ return(adapter.dispatch('read_prometheus_series', 'gpucost')(files)) }}
+{%- endmacro %}
+
+{% macro default__read_prometheus_series(files) -%}
     {%- if files %}
     with
 
@@ -230,8 +254,8 @@
             -- cluster is ~18 MB, over DuckDB's 16 MB default
             maximum_object_size = 268435456,
             columns = {
-                status: 'varchar',
-                data: 'struct(resultType varchar, result struct(metric map(varchar, varchar), "values" varchar[][])[])'
+                status: 'string',
+                data: 'struct(resultType string, result struct(metric map(string, string), "values" string[][])[])'
             }
         )
 
@@ -272,12 +296,16 @@
 
 {#- An optional reference CSV: its rows, or none, with the given text columns. -#}
 {% macro read_optional_csv(relative_glob, columns) -%}
+    {{ return(adapter.dispatch('read_optional_csv', 'gpucost')(relative_glob, columns)) }}
+{%- endmacro %}
+
+{% macro default__read_optional_csv(relative_glob, columns) -%}
     {%- set files = landing_files(relative_glob) -%}
     select
         {% for column in columns -%}
-        cast(null as varchar) as {{ column }},
+        cast(null as string) as {{ column }},
         {% endfor -%}
-        cast(null as varchar) as filename
+        cast(null as string) as filename
     where false
     {%- if files %}
     union all by name
@@ -292,4 +320,63 @@
     name kept, and both spellings of null that real exports use (empty and the literal NULL). -#}
 {% macro text_csv_options() -%}
     header = true, all_varchar = true, union_by_name = true, filename = true, nullstr = ['', 'NULL']
+{%- endmacro %}
+
+{#- filename, size, last_modified of landed files; filename, content_md5 of landed files. -#}
+{% macro landed_file_metadata(files) -%}
+    {{ return(adapter.dispatch('landed_file_metadata', 'gpucost')(files)) }}
+{%- endmacro %}
+
+{% macro default__landed_file_metadata(files) -%}
+    select
+        filename,
+        size,
+        last_modified
+    from read_blob({{ sql_string_list(files) }})
+{%- endmacro %}
+
+{% macro landed_file_md5(files) -%}
+    {{ return(adapter.dispatch('landed_file_md5', 'gpucost')(files)) }}
+{%- endmacro %}
+
+{% macro default__landed_file_md5(files) -%}
+    select
+        filename,
+        md5(content) as content_md5
+    from read_blob({{ sql_string_list(files) }})
+{%- endmacro %}
+
+{#- The pod-spec fields read from `kubectl get pods -o json` snapshots (base_kube__pod_specs), as types. -#}
+{% macro kube_pod_spec_types() -%}
+    {{ return(adapter.dispatch('kube_pod_spec_types', 'gpucost')()) }}
+{%- endmacro %}
+
+{% macro default__kube_pod_spec_types() -%}
+    {%- set containers = 'struct(name varchar, image varchar, command varchar[], args varchar[], workingDir varchar)[]' -%}
+    {%- set volumes = 'struct(name varchar, persistentVolumeClaim struct(claimName varchar))[]' -%}
+    {{ return({
+        'containers': containers,
+        'volumes': volumes,
+        'pod': 'struct(metadata struct(name varchar, namespace varchar, uid varchar), spec struct(containers '
+            ~ containers ~ ', volumes ' ~ volumes ~ '))',
+    }) }}
+{%- endmacro %}
+
+{#- One row per pod object of each Pod List snapshot file: filename, pod_object. -#}
+{% macro read_kube_pod_lists(files) -%}
+    {{ return(adapter.dispatch('read_kube_pod_lists', 'gpucost')(files)) }}
+{%- endmacro %}
+
+{% macro default__read_kube_pod_lists(files) -%}
+    select
+        filename,
+        unnest(items) as pod_object
+    from read_json(
+        {{ sql_string_list(files) }},
+        format = 'auto',
+        filename = true,
+        maximum_object_size = 268435456,
+        columns = {kind: 'varchar', items: '{{ kube_pod_spec_types().pod }}[]'}
+    )
+    where kind in ('List', 'PodList')
 {%- endmacro %}

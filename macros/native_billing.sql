@@ -96,9 +96,9 @@
         {%- for column in columns %}
         '{{ column[strip | length:] | replace("user:", "", 1) | replace("'", "''") }}', "{{ column }}"{{ "," if not loop.last }}
         {%- endfor %}
-    ) as varchar) end
+    ) as string) end
     {%- else -%}
-    cast(null as varchar)
+    cast(null as string)
     {%- endif -%}
 {%- endmacro %}
 
@@ -108,7 +108,7 @@
         {%- for column in columns %}
         try_cast(coalesce(nullif(trim({{ column }}), ''), '0') as {{ money_type() }}){{ " +" if not loop.last }}
         {%- endfor %}
-    as varchar)
+    as string)
 {%- endmacro %}
 
 {#- Google Cloud Billing export rows (the BigQuery export: newline-delimited JSON as `bq extract` writes
@@ -124,14 +124,14 @@
     ) -%}
     {%- set parquet_files = distinct_content_files(landing_files(relative_dir ~ '/**/*.parquet')) -%}
     select
-        cast(null as varchar) as row_json,
-        cast(null as varchar) as filename,
+        cast(null as string) as row_json,
+        cast(null as string) as filename,
         cast(null as bigint) as source_row_number
     where false
     {%- if json_files %}
     union all
     select
-        cast(json as varchar) as row_json,
+        cast(json as string) as row_json,
         filename,
         row_number() over (partition by filename) as source_row_number
     from read_json_objects(
@@ -144,7 +144,7 @@
     {%- if csv_files %}
     union all
     select
-        cast(to_json(csv_rows) as varchar) as row_json,
+        cast(to_json(csv_rows) as string) as row_json,
         csv_rows.filename,
         row_number() over (partition by csv_rows.filename) as source_row_number
     from read_csv({{ sql_string_list(csv_files) }}, {{ text_csv_options() }}) as csv_rows
@@ -152,7 +152,7 @@
     {%- if parquet_files %}
     union all
     select
-        cast(to_json(parquet_rows) as varchar) as row_json,
+        cast(to_json(parquet_rows) as string) as row_json,
         parquet_rows.filename,
         parquet_rows.file_row_number + 1 as source_row_number
     from read_parquet(
@@ -173,9 +173,86 @@
 {#- Money as integer 1e-18 units (HUGEINT), and back to exact text: DECIMAL(38, 18) prints all 18
     decimals, so its digits without the point are the units. -#}
 {% macro money_units(amount) -%}
-    cast(replace(cast(cast({{ amount }} as {{ money_type() }}) as varchar), '.', '') as hugeint)
+    {{ return(adapter.dispatch('money_units', 'gpucost')(amount)) }}
+{%- endmacro %}
+
+{% macro default__money_units(amount) -%}
+    cast(replace(cast(cast({{ amount }} as {{ money_type() }}) as string), '.', '') as hugeint)
 {%- endmacro %}
 
 {% macro units_money_text(units) -%}
-    cast(cast({{ units }} as decimal(38, 0)) * cast('0.000000000000000001' as {{ money_type() }}) as varchar)
+    {{ return(adapter.dispatch('units_money_text', 'gpucost')(units)) }}
+{%- endmacro %}
+
+{% macro default__units_money_text(units) -%}
+    cast(cast({{ units }} as decimal(38, 0)) * cast('0.000000000000000001' as {{ money_type() }}) as string)
+{%- endmacro %}
+
+{#- Spark prints a decimal in scientific notation when small (0E-18), and a decimal product keeps only 6
+    fractional digits once its precision passes 38: the units are the amount times 10^18 (an integer, exact
+    at scale 6), and the text puts the point 18 digits from the right. -#}
+{% macro spark__money_units(amount) -%}
+    cast(cast({{ amount }} as {{ money_type() }}) * 1000000000000000000 as decimal(38, 0))
+{%- endmacro %}
+
+{% macro spark__units_money_text(units) -%}
+    {%- set digits = 'cast(abs(cast(' ~ units ~ ' as decimal(38, 0))) as string)' -%}
+    {%- set padded = 'lpad(' ~ digits ~ ', greatest(length(' ~ digits ~ '), 19), \'0\')' -%}
+    case when {{ units }} < 0 then '-' else '' end
+    || substr({{ padded }}, 1, length({{ padded }}) - 18) || '.' || substr({{ padded }}, -18)
+{%- endmacro %}
+
+{#- Integer division of integers (DuckDB //, truncating): on Spark exact on decimal(38, 0) by dividing the
+    multiple (a - a % b), as Spark's div returns a bigint and a decimal quotient is rounded to 6 digits. -#}
+{% macro int_div(numerator, denominator) -%}
+    {{ return(adapter.dispatch('int_div', 'gpucost')(numerator, denominator)) }}
+{%- endmacro %}
+
+{% macro default__int_div(numerator, denominator) -%}{{ numerator }} // {{ denominator }}{%- endmacro %}
+
+{% macro spark__int_div(numerator, denominator) -%}
+    cast((({{ numerator }}) - ({{ numerator }}) % ({{ denominator }})) / ({{ denominator }}) as decimal(38, 0))
+{%- endmacro %}
+
+{#- Every hour from a timestamp to another (both included), as a list. -#}
+{% macro hour_series(start, stop) -%}
+    {{ return(adapter.dispatch('hour_series', 'gpucost')(start, stop)) }}
+{%- endmacro %}
+
+{% macro default__hour_series(start, stop) -%}generate_series({{ start }}, {{ stop }}, interval 1 hour){%- endmacro %}
+
+{% macro spark__hour_series(start, stop) -%}sequence({{ start }}, {{ stop }}, interval 1 hour){%- endmacro %}
+
+{#- Whole months from one month start to another; a month start plus months (a date). -#}
+{% macro months_from(start_month, end_month) -%}
+    {{ return(adapter.dispatch('months_from', 'gpucost')(start_month, end_month)) }}
+{%- endmacro %}
+
+{% macro default__months_from(start_month, end_month) -%}
+    date_diff('month', {{ start_month }}, {{ end_month }})
+{%- endmacro %}
+
+{% macro spark__months_from(start_month, end_month) -%}
+    months_between(cast({{ end_month }} as date), cast({{ start_month }} as date))
+{%- endmacro %}
+
+{% macro plus_months(month_start, months) -%}
+    {{ return(adapter.dispatch('plus_months', 'gpucost')(month_start, months)) }}
+{%- endmacro %}
+
+{% macro default__plus_months(month_start, months) -%}{{ month_start }} + to_months({{ months }}){%- endmacro %}
+
+{% macro spark__plus_months(month_start, months) -%}add_months(cast({{ month_start }} as date), {{ months }}){%- endmacro %}
+
+{#- A UTC timestamp as FOCUS text (2026-10-01T05:00:00Z); a date at midnight with is_date. -#}
+{% macro utc_text(timestamp, is_date=false) -%}
+    {{ return(adapter.dispatch('utc_text', 'gpucost')(timestamp, is_date)) }}
+{%- endmacro %}
+
+{% macro default__utc_text(timestamp, is_date=false) -%}
+    strftime({{ timestamp }}, '{{ "%Y-%m-%dT00:00:00Z" if is_date else "%Y-%m-%dT%H:%M:%SZ" }}')
+{%- endmacro %}
+
+{% macro spark__utc_text(timestamp, is_date=false) -%}
+    date_format({{ timestamp }}, "{{ "yyyy-MM-dd'T'00:00:00'Z'" if is_date else "yyyy-MM-dd'T'HH:mm:ss'Z'" }}")
 {%- endmacro %}

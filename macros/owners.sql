@@ -9,16 +9,16 @@
     {%- if level == 'node_hour' -%}
         'line:' || {{ lines }}.charge_id
     {%- else -%}
-        'cluster_day:' || {{ lines }}.cluster_id || '/' || cast({{ lines }}.charge_date as varchar)
+        'cluster_day:' || {{ lines }}.cluster_id || '/' || cast({{ lines }}.charge_date as string)
     {%- endif -%}
 {%- endmacro %}
 
 {% macro idle_scope_keys(lines) -%}
     {%- set scope = var('gpucost_idle_scope') -%}
     {%- if scope == 'node_hour' -%}
-        [{{ idle_scope_key(lines, 'node_hour') }}, {{ idle_scope_key(lines, 'cluster_day') }}]
+        {{ array_of([idle_scope_key(lines, 'node_hour'), idle_scope_key(lines, 'cluster_day')]) }}
     {%- elif scope == 'cluster_day' -%}
-        [{{ idle_scope_key(lines, 'cluster_day') }}]
+        {{ array_of([idle_scope_key(lines, 'cluster_day')]) }}
     {%- else -%}
         {{ exceptions.raise_compiler_error("gpucost_idle_scope must be node_hour or cluster_day, got '" ~ scope ~ "'") }}
     {%- endif -%}
@@ -28,9 +28,9 @@
 {% macro shared_scope_key(relation, level) -%}
     {%- if level == 'account' -%}
         'account:' || coalesce({{ relation }}.billing_account_id, '') || '|'
-        || cast({{ relation }}.billing_period_start as varchar) || '|' || {{ relation }}.billing_currency
+        || cast({{ relation }}.billing_period_start as string) || '|' || {{ relation }}.billing_currency
     {%- else -%}
-        'period:' || cast({{ relation }}.billing_period_start as varchar) || '|' || {{ relation }}.billing_currency
+        'period:' || cast({{ relation }}.billing_period_start as string) || '|' || {{ relation }}.billing_currency
     {%- endif -%}
 {%- endmacro %}
 
@@ -80,8 +80,8 @@
 
 {#- The scope a reservation is weighed in: the cluster and the bill line's period. -#}
 {% macro reservation_scope_key(lines) -%}
-    'reservation:' || {{ lines }}.cluster_id || '|' || cast({{ lines }}.period_start_epoch as varchar)
-    || '|' || cast({{ lines }}.period_end_epoch as varchar)
+    'reservation:' || {{ lines }}.cluster_id || '|' || cast({{ lines }}.period_start_epoch as string)
+    || '|' || cast({{ lines }}.period_end_epoch as string)
 {%- endmacro %}
 
 {#- Who carries unused commitment under the idle policies that name one owner. -#}

@@ -67,9 +67,11 @@
         metric_name,
         labels,
         source_file,
-        unnest(coalesce(sampled_epochs, [first_sampled_epoch, last_sampled_epoch])) as sampled_epoch,
-        unnest(coalesce(sample_values, [max_sample_value, max_sample_value])) as sample_value,
-        cast(null as varchar) as quarantine_reason
+        {{ unnest_zip([
+            ('coalesce(sampled_epochs, ' ~ array_of(['first_sampled_epoch', 'last_sampled_epoch']) ~ ')', 'sampled_epoch'),
+            ('coalesce(sample_values, ' ~ array_of(['max_sample_value', 'max_sample_value']) ~ ')', 'sample_value'),
+        ]) }},
+        cast(null as string) as quarantine_reason
     from {{ ref('base_kube__series') }}
     where sample_count > 0
 {%- endmacro %}

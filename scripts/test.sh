@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Run every test: lint (ruff, sqlfluff), dbt parse, the Python allocation core (pytest + hypothesis),
-# the generator, and end-to-end dbt builds (generated month, the real FOCUS sample, tamper tests,
-# dbt unit tests and data tests). Sets up .venv from the project's own files if needed.
+# Run every test: lint (ruff, sqlfluff), dbt parse, the Python allocation core (pytest + hypothesis; the
+# lazy narwhals core on DuckDB and local PySpark), the generator, end-to-end dbt builds (generated month,
+# the real FOCUS sample, tamper tests, dbt unit tests and data tests), and the SQL layer on local Spark
+# (the `spark` target, docs/spark.md). Sets up .venv from the project's own files if needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -9,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test]"
+.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test,spark]"
 export DBT_SEND_ANONYMOUS_USAGE_STATS=false
 
 echo "== ruff"
@@ -17,8 +18,16 @@ echo "== ruff"
 .venv/bin/ruff format --check src tests python_models dashboard
 
 scratch="$(mktemp -d)"
-trap 'rm -rf "$scratch"' EXIT
+spark_pid=""
+# on any exit: stop the background Spark build (its own process group: dbt and its JVM), then clean up
+trap '[ -n "$spark_pid" ] && kill -- -"$spark_pid" 2>/dev/null; rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/landing"
+
+# The SQL layer on local Spark (docs/spark.md) builds in the background while sqlfluff and dbt parse run
+# (each mostly one core of two); its result is read before pytest, which wants both cores.
+echo "== dbt build on local Spark (target spark, selector sql_only; in the background)"
+setsid bash scripts/spark_build.sh "$scratch/spark" >"$scratch/spark.out" 2>&1 &
+spark_pid=$!
 
 echo "== sqlfluff (duckdb dialect, dbt templater)"
 GPUCOST_LANDING_DIR="$scratch/landing" GPUCOST_WAREHOUSE="$scratch/lint.duckdb" \
@@ -31,6 +40,13 @@ GPUCOST_WAREHOUSE="$scratch/parse.duckdb" \
 echo "== browser for the dashboard test (Debian chromium, playwright-core via npm ci)"
 bash scripts/install_browser.sh
 
+echo "== dbt build on local Spark: result (seeds, SQL models, data tests; every table equal to DuckDB's)"
+spark_status=0
+wait "$spark_pid" || spark_status=$?
+spark_pid=""
+cat "$scratch/spark.out"
+[ "$spark_status" -eq 0 ] || { echo "spark build failed (exit $spark_status)"; exit 1; }
+
 echo "== pytest"
 # GPUCOST_TEST_WORKERS processes (default 2 = pytest-xdist, loadgroup; 1 = serial); extra arguments go to pytest
 workers="${GPUCOST_TEST_WORKERS:-2}"
@@ -39,4 +55,5 @@ if [ "$workers" != 1 ]; then
     # tests sharing a built warehouse stay on one worker (tests/python/conftest.py)
     parallel=(-n "$workers" --dist loadgroup)
 fi
-.venv/bin/python -m pytest tests/python "${parallel[@]}" "$@"
+GPUCOST_REQUIRE_SPARK=1 .venv/bin/python -m pytest tests/python "${parallel[@]}" "$@"
+

@@ -5,11 +5,21 @@ from __future__ import annotations
 import decimal
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pytest
+
+# pytest-xdist's workers run under execnet, whose `__main__` has neither `__spec__` nor
+# `__file__`. Great Expectations imports `pyspark.sql.connect` when PySpark is installed (the
+# `spark` extra), and that module takes such a `__main__` for a doctest run and calls
+# `sys.exit(0)` (pyspark/sql/connect/utils.py, check_dependencies). Name the worker's main
+# module so the import fails the ordinary way (ImportError, which GX handles) instead.
+_main = sys.modules["__main__"]
+if getattr(_main, "__spec__", None) is None and not hasattr(_main, "__file__"):
+    _main.__file__ = "pytest-xdist-worker"
 
 # Tests add up DECIMAL(38, 18) amounts with Python's Decimal: give it the 38+ digits they need
 # (the default context keeps 28 and would round the test's own sums, not the code under test).

@@ -54,7 +54,7 @@ direct_and_unplaced as (
     -- names one (visible: __idle__, platform: the platform owner); otherwise it is spread like shared
     select
         classified.charge_id,
-        cast(null as varchar) as workload_id,
+        cast(null as string) as workload_id,
         case
             when classified.line_class = 'direct' then classified.direct_team_id
             when classified.line_class = 'idle_commitment' then '{{ idle_commitment_owner('team') }}'
@@ -77,7 +77,7 @@ direct_and_unplaced as (
             when classified.line_class = 'idle_commitment' then 'policy'
             else 'none'
         end as attribution_method,
-        cast(null as varchar) as attribution_rule_id,
+        cast(null as string) as attribution_rule_id,
         cast(case when classified.line_class = 'direct' then 1 else 0 end as double) as attribution_confidence,
         classified.unallocated_reason,
         cast(1 as {{ money_type() }}) as allocation_ratio,

@@ -22,10 +22,7 @@ final as (
 
     select
         classified.charge_id,
-        [
-            {{ shared_scope_key('charges', 'account') }},
-            {{ shared_scope_key('charges', 'period') }}
-        ] as scope_keys,
+        {{ array_of([shared_scope_key('charges', 'account'), shared_scope_key('charges', 'period')]) }} as scope_keys,
         charges.billed_cost,
         charges.effective_cost
     from classified

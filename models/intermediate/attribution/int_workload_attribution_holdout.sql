@@ -12,7 +12,7 @@ scores as (
 
 final as (
 
-    select * exclude (scored_set)
+    select {{ column_list(ref('int_workload_attribution_scores'), exclude=['scored_set']) }}
     from scores
     where scored_set = 'holdout'
 

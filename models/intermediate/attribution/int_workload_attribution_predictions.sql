@@ -10,7 +10,7 @@ scores as (
 
 final as (
 
-    select * exclude (scored_set, true_project_id)
+    select {{ column_list(ref('int_workload_attribution_scores'), exclude=['scored_set', 'true_project_id']) }}
     from scores
     where scored_set = 'undeclared'
 

@@ -61,7 +61,7 @@ main_containers as (
         min(image) as image,
         min(image_id) as image_digest
     from containers
-    where not regexp_matches(coalesce(image_repository, ''), '(istio|linkerd|envoy)')
+    where not {{ regexp_search() }}(coalesce(image_repository, ''), '(istio|linkerd|envoy)')
     group by 1
 
 ),
@@ -75,7 +75,7 @@ main_specs as (
         min(working_dir) as working_dir,
         min(volume_claims) as volume_claims
     from pod_specs
-    where not regexp_matches(coalesce(image, ''), '(istio|linkerd|envoy)')
+    where not {{ regexp_search() }}(coalesce(image, ''), '(istio|linkerd|envoy)')
     group by 1
 
 ),
@@ -104,8 +104,9 @@ hourly as (
         max(nodes.gpu_model) as gpu_model,
         sum(usage.gpu_count) as gpu_count,
         -- utilisation in integer micro-percent: the summary below is then exact integer arithmetic
-        cast(round(100000000.0 * sum(usage.used_gpu_ms) / nullif(sum(usage.gpu_ms), 0)) as bigint)
-            as util_micro_pct
+        cast(round(
+            {{ double_literal('100000000.0') }} * sum(usage.used_gpu_ms) / nullif(sum(usage.gpu_ms), 0)
+        ) as bigint) as util_micro_pct
     from usage
     left join nodes on usage.cluster_id || '/' || usage.node_name = nodes.node_id
     group by 1, 2
@@ -125,11 +126,12 @@ usage_summary as (
         -- the same inputs must give the same features (and so the same model) on every build;
         -- burstiness (stddev / mean) is sqrt(n * sum(x^2) - sum(x)^2) / sum(x)
         round(cast(sum(util_micro_pct) as double) / count(util_micro_pct) / 1000000, 6) as util_mean,
-        round(quantile_cont(util_micro_pct, 0.95) / 1000000, 6) as util_p95,
+        round(percentile_cont(0.95) within group (order by util_micro_pct) / 1000000, 6) as util_p95,
         round(
             sqrt(cast(
-                count(util_micro_pct) * sum(cast(util_micro_pct as hugeint) * util_micro_pct)
-                - sum(cast(util_micro_pct as hugeint)) * sum(cast(util_micro_pct as hugeint))
+                count(util_micro_pct) * sum(cast(util_micro_pct as {{ wide_int_type() }}) * util_micro_pct)
+                - sum(cast(util_micro_pct as {{ wide_int_type() }}))
+                * sum(cast(util_micro_pct as {{ wide_int_type() }}))
                 as double
             ))
             / nullif(cast(sum(util_micro_pct) as double), 0),
@@ -183,7 +185,7 @@ final as (
                 slurm_jobs.started_epoch,
                 usage_summary.first_hour_epoch
             )
-        ) / 3600.0 as duration_hours,
+        ) / {{ double_literal('3600.0') }} as duration_hours,
         usage_summary.util_mean,
         usage_summary.util_p95,
         usage_summary.util_burstiness,

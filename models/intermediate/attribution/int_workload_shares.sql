@@ -47,7 +47,7 @@ declared as (
         sum(declared_shares.weight) as weight
     from workloads
     inner join declared_shares
-        on regexp_matches(
+        on {{ regexp_search() }}(
             {{ attribution_field('workloads', 'declared_shares.match_field') }}, declared_shares.match_pattern
         )
     where declared_shares.weight > 0
@@ -65,7 +65,7 @@ derived as (
         cast(sum(lineage.reads) as {{ money_type() }}) as weight
     from workloads
     inner join lineage
-        on regexp_matches(
+        on {{ regexp_search() }}(
             {{ attribution_field('workloads', 'lineage.producer_field') }}, lineage.producer_pattern
         )
     where

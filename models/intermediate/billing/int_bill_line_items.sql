@@ -3,7 +3,10 @@
 
 -- Every bill line of every format in one shape: FOCUS exports, the native AWS CUR, Azure, OCI and
 -- GCP reports and the on-prem cost lines, each typed by the same rules (typed_bill_charges), with its
--- source_format. Every later model reads this, never a single format.
+-- source_format. Every later model reads this, never a single format. The native formats are not built
+-- on the spark target (dbt_project.yml, docs/spark.md): there it is FOCUS and on-prem lines.
+{%- set native_formats = ['aws_cur', 'azure', 'oci', 'gcp'] if target.type != 'spark' else [] %}
+{%- do spark_check_native_bills() %}
 with
 
 focus as (
@@ -12,29 +15,37 @@ focus as (
 
 ),
 
-aws_cur as (
+{% if 'aws_cur' in native_formats %}
+    aws_cur as (
 
-    select * from {{ ref('stg_aws_cur__line_items') }}
+        select * from {{ ref('stg_aws_cur__line_items') }}
 
-),
+    ),
+{% endif %}
 
-azure as (
+{% if 'azure' in native_formats %}
+    azure as (
 
-    select * from {{ ref('stg_azure__cost_details') }}
+        select * from {{ ref('stg_azure__cost_details') }}
 
-),
+    ),
+{% endif %}
 
-oci as (
+{% if 'oci' in native_formats %}
+    oci as (
 
-    select * from {{ ref('stg_oci__cost_reports') }}
+        select * from {{ ref('stg_oci__cost_reports') }}
 
-),
+    ),
+{% endif %}
 
-gcp as (
+{% if 'gcp' in native_formats %}
+    gcp as (
 
-    select * from {{ ref('stg_gcp__billing_export') }}
+        select * from {{ ref('stg_gcp__billing_export') }}
 
-),
+    ),
+{% endif %}
 
 onprem as (
 
@@ -45,14 +56,22 @@ onprem as (
 unioned as (
 
     select * from focus
-    union all
-    select * from aws_cur
-    union all
-    select * from azure
-    union all
-    select * from oci
-    union all
-    select * from gcp
+    {%- if 'aws_cur' in native_formats %}
+        union all
+        select * from aws_cur
+    {%- endif %}
+    {%- if 'azure' in native_formats %}
+        union all
+        select * from azure
+    {%- endif %}
+    {%- if 'oci' in native_formats %}
+        union all
+        select * from oci
+    {%- endif %}
+    {%- if 'gcp' in native_formats %}
+        union all
+        select * from gcp
+    {%- endif %}
     union all
     select * from onprem
 

@@ -114,7 +114,7 @@ gpu_type_matches as (
         min(gpu_instance_types.instance_type) as instance_type
     from charges
     inner join gpu_instance_types
-        on regexp_matches(
+        on {{ regexp_search() }}(
             coalesce(charges.charge_description, '') || ' ' || coalesce(charges.sku_id, ''),
             '(^|[^A-Za-z0-9._-])' || replace(gpu_instance_types.instance_type, '.', '\.') || '($|[^A-Za-z0-9._-])'
         )
@@ -206,18 +206,19 @@ final as (
                     'DistributorDiscount'
                 ) then 'credits'
             when charge_category in ('Tax', 'Purchase', 'Adjustment')
-                or regexp_matches(line_text, 'support|rounding') then 'support_tax_fees'
-            when regexp_matches(line_text, '\benergy\b|kwh') then 'energy'
-            when regexp_matches(line_text, 'licen[cs]e|marketplace|software') then 'licensing'
+                or {{ regexp_search() }}(line_text, 'support|rounding') then 'support_tax_fees'
+            when {{ regexp_search() }}(line_text, '\benergy\b|kwh') then 'energy'
+            when {{ regexp_search() }}(line_text, 'licen[cs]e|marketplace|software') then 'licensing'
             when node_id is not null or gpu_instance_type is not null
-                or regexp_matches(line_text, 'gpu|nvidia|tesla|a100|h100|h200|v100|l40s?\b')
+                or {{ regexp_search() }}(line_text, 'gpu|nvidia|tesla|a100|h100|h200|v100|l40s?\b')
                 then 'compute_gpu'
-            when regexp_matches(
+            when {{ regexp_search() }}(
                     line_text, 'network|transfer|bandwidth|egress|ingress|load balanc|vpc|nat gateway|peering|cdn|dns'
                 ) then 'network'
-            when regexp_matches(line_text, 'storage|\bs3\b|ebs|disk|blob|snapshot|volume|backup') then 'storage'
-            when regexp_matches(line_text, 'memory|\bram\b') then 'compute_memory'
-            when regexp_matches(line_text, 'compute|ec2|virtual machine|instance|vcpu|cpu|\bvm\b') then 'compute_cpu'
+            when {{ regexp_search() }}(line_text, 'storage|\bs3\b|ebs|disk|blob|snapshot|volume|backup') then 'storage'
+            when {{ regexp_search() }}(line_text, 'memory|\bram\b') then 'compute_memory'
+            when {{ regexp_search() }}(line_text, 'compute|ec2|virtual machine|instance|vcpu|cpu|\bvm\b')
+                then 'compute_cpu'
             else 'other'
         end as cost_component
     from classified

@@ -98,7 +98,7 @@ parts as (
         charge_id,
         'cpu' as resource_part,
         cast(round(cpu_price * 1000000 * cpu_cores) as bigint) as part_weight,
-        cast(round(cast(capacity_gpu_ms as hugeint) * cpu_cores / node_gpus) as bigint) as capacity_units
+        cast(round(cast(capacity_gpu_ms as {{ wide_int_type() }}) * cpu_cores / node_gpus) as bigint) as capacity_units
     from splittable
     where is_split
     union all
@@ -106,7 +106,7 @@ parts as (
         charge_id,
         'memory' as resource_part,
         cast(round(memory_price * 1000000 * memory_bytes / 1073741824) as bigint) as part_weight,
-        cast(round(cast(capacity_gpu_ms as hugeint) * (memory_bytes / 1048576) / node_gpus) as bigint)
+        cast(round(cast(capacity_gpu_ms as {{ wide_int_type() }}) * (memory_bytes / 1048576) / node_gpus) as bigint)
             as capacity_units
     from splittable
     where is_split

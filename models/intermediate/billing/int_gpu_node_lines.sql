@@ -71,15 +71,17 @@ pool_matches as (
     -- the node's pool: the first (lowest priority) whose patterns all match; none -> the project default
     select
         lines.charge_id,
-        arg_min(pools.pool_id, pools.priority) as pool_id,
-        arg_min(pools.gpu_allocation_basis, pools.priority) as gpu_allocation_basis,
-        arg_min(pools.complexity_weighting, pools.priority) as complexity_weighting
+        {{ arg_min_of('pools.pool_id', 'pools.priority') }} as pool_id,
+        {{ arg_min_of('pools.gpu_allocation_basis', 'pools.priority') }} as gpu_allocation_basis,
+        {{ arg_min_of('pools.complexity_weighting', 'pools.priority') }} as complexity_weighting
     from lines
     left join gpu_nodes on lines.node_id = gpu_nodes.node_id
     inner join pools
-        on regexp_matches(lines.cluster_id, coalesce(nullif(pools.cluster_pattern, ''), '.*'))
-        and regexp_matches(lines.node_name, coalesce(nullif(pools.node_pattern, ''), '.*'))
-        and regexp_matches(coalesce(gpu_nodes.gpu_model, ''), coalesce(nullif(pools.gpu_model_pattern, ''), '.*'))
+        on {{ regexp_search() }}(lines.cluster_id, coalesce(nullif(pools.cluster_pattern, ''), '.*'))
+        and {{ regexp_search() }}(lines.node_name, coalesce(nullif(pools.node_pattern, ''), '.*'))
+        and {{ regexp_search() }}(
+            coalesce(gpu_nodes.gpu_model, ''), coalesce(nullif(pools.gpu_model_pattern, ''), '.*')
+        )
     group by 1
 
 ),

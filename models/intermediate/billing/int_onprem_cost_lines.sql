@@ -46,11 +46,13 @@ hours as (
     select
         cluster_id,
         month_start,
-        unnest(generate_series(
-            cast(month_start as timestamp),
-            cast(month_start as timestamp) + interval 1 month - interval 1 hour,
-            interval 1 hour
-        )) as hour_at
+        {{ unnest_as(
+            hour_series(
+                'cast(month_start as timestamp)',
+                'cast(month_start as timestamp) + interval 1 month - interval 1 hour'
+            ),
+            'hour_at'
+        ) }}
     from months
 
 ),
@@ -77,7 +79,7 @@ fixed_items as (
         month_hours.hours_in_month,
         case
             when items.item_type = 'hardware' then cast(
-                    (date_diff('month', date_trunc('month', items.start_date), month_hours.month_start)) as bigint
+                    ({{ months_from("date_trunc('month', items.start_date)", 'month_hours.month_start') }}) as bigint
                 )
         end as life_month_index,
         -- the month's amount in integer 1e-18 units
@@ -94,7 +96,7 @@ fixed_items as (
         and (
             items.item_type <> 'hardware'
             or month_hours.month_start
-            < cast(date_trunc('month', items.start_date) + to_months(items.depreciation_months) as date)
+            < cast({{ plus_months("date_trunc('month', items.start_date)", 'items.depreciation_months') }} as date)
         )
 
 ),
@@ -106,7 +108,7 @@ fixed_units as (
         -- this month's share of the whole amount (hardware: largest remainder over the life's months)
         case
             when item_type = 'hardware'
-                then amount_units // depreciation_months
+                then {{ int_div('amount_units', 'depreciation_months') }}
                     + case when life_month_index < amount_units % depreciation_months then 1 else 0 end
             else amount_units
         end as month_units
@@ -127,7 +129,7 @@ fixed_lines as (
         month_start,
         hour_at,
         source_file,
-        month_units // hours_in_month
+        {{ int_div('month_units', 'hours_in_month') }}
         + case when hour_index < month_units % hours_in_month then 1 else 0 end as line_units
     from fixed_units
 
@@ -178,8 +180,10 @@ power_lines as (
         energy_hourly.hour_at,
         items.source_file,
         -- mJ x (price per kWh in 1e-18 units) / 3.6e9 mJ per kWh, truncated to the 1e-18 unit
-        cast(energy_hourly.energy_millijoules as hugeint) * {{ money_units('items.price_per_kwh') }}
-        // 3600000000 as line_units
+        {{ int_div(
+            'cast(energy_hourly.energy_millijoules as ' ~ wide_int_type() ~ ') * ' ~ money_units('items.price_per_kwh'),
+            '3600000000'
+        ) }} as line_units
     from items
     inner join energy_hourly
         on (items.cluster_id is null or items.cluster_id = energy_hourly.cluster_id)
@@ -201,58 +205,58 @@ lines as (
 mapped as (
 
     select
-        billing_account_id as "BillingAccountId",
-        cast(null as varchar) as "BillingAccountName",
-        cluster_id as "SubAccountId",
-        cast(null as varchar) as "SubAccountName",
-        cast(null as varchar) as "InvoiceId",
-        'On-prem' as "ProviderName",
-        'On-prem' as "InvoiceIssuerName",
-        cast(null as varchar) as "PublisherName",
-        billing_currency as "BillingCurrency",
-        strftime(month_start, '%Y-%m-%dT00:00:00Z') as "BillingPeriodStart",
-        strftime(month_start + interval 1 month, '%Y-%m-%dT00:00:00Z') as "BillingPeriodEnd",
-        strftime(hour_at, '%Y-%m-%dT%H:%M:%SZ') as "ChargePeriodStart",
-        strftime(hour_at + interval 1 hour, '%Y-%m-%dT%H:%M:%SZ') as "ChargePeriodEnd",
-        'Usage' as "ChargeCategory",
-        cast(null as varchar) as "ChargeClass",
-        'Usage-Based' as "ChargeFrequency",
-        description as "ChargeDescription",
+        billing_account_id as {{ adapter.quote('BillingAccountId') }},
+        cast(null as string) as {{ adapter.quote('BillingAccountName') }},
+        cluster_id as {{ adapter.quote('SubAccountId') }},
+        cast(null as string) as {{ adapter.quote('SubAccountName') }},
+        cast(null as string) as {{ adapter.quote('InvoiceId') }},
+        'On-prem' as {{ adapter.quote('ProviderName') }},
+        'On-prem' as {{ adapter.quote('InvoiceIssuerName') }},
+        cast(null as string) as {{ adapter.quote('PublisherName') }},
+        billing_currency as {{ adapter.quote('BillingCurrency') }},
+        {{ utc_text('month_start', is_date=true) }} as {{ adapter.quote('BillingPeriodStart') }},
+        {{ utc_text('month_start + interval 1 month', is_date=true) }} as {{ adapter.quote('BillingPeriodEnd') }},
+        {{ utc_text('hour_at') }} as {{ adapter.quote('ChargePeriodStart') }},
+        {{ utc_text('hour_at + interval 1 hour') }} as {{ adapter.quote('ChargePeriodEnd') }},
+        'Usage' as {{ adapter.quote('ChargeCategory') }},
+        cast(null as string) as {{ adapter.quote('ChargeClass') }},
+        'Usage-Based' as {{ adapter.quote('ChargeFrequency') }},
+        description as {{ adapter.quote('ChargeDescription') }},
         case item_type
             when 'hardware' then 'GPU hardware depreciation'
             when 'power' then 'Energy'
             when 'colocation' then 'Colocation'
             else 'Software licence'
-        end as "ServiceName",
-        cast(null as varchar) as "ServiceCategory",
-        resource_id as "ResourceId",
-        item_id as "ResourceName",
-        item_type as "ResourceType",
-        cast(null as varchar) as "RegionId",
-        cast(null as varchar) as "RegionName",
-        cast(null as varchar) as "AvailabilityZone",
-        item_id as "SkuId",
-        cast(null as varchar) as "SkuPriceId",
-        cast(null as varchar) as "PricingUnit",
-        cast(null as varchar) as "PricingQuantity",
-        cast(null as varchar) as "ConsumedUnit",
-        cast(null as varchar) as "ConsumedQuantity",
-        cast(null as varchar) as "ListCost",
-        cast(null as varchar) as "ListUnitPrice",
-        cast(null as varchar) as "ContractedCost",
-        cast(null as varchar) as "ContractedUnitPrice",
-        cast(null as varchar) as "PricingCategory",
-        cast(null as varchar) as "CommitmentDiscountId",
-        cast(null as varchar) as "CommitmentDiscountName",
-        cast(null as varchar) as "CommitmentDiscountCategory",
-        cast(null as varchar) as "CommitmentDiscountType",
-        cast(null as varchar) as "CommitmentDiscountStatus",
-        {{ units_money_text('line_units') }} as "BilledCost",
-        {{ units_money_text('line_units') }} as "EffectiveCost",
-        cast(null as varchar) as "Tags",
+        end as {{ adapter.quote('ServiceName') }},
+        cast(null as string) as {{ adapter.quote('ServiceCategory') }},
+        resource_id as {{ adapter.quote('ResourceId') }},
+        item_id as {{ adapter.quote('ResourceName') }},
+        item_type as {{ adapter.quote('ResourceType') }},
+        cast(null as string) as {{ adapter.quote('RegionId') }},
+        cast(null as string) as {{ adapter.quote('RegionName') }},
+        cast(null as string) as {{ adapter.quote('AvailabilityZone') }},
+        item_id as {{ adapter.quote('SkuId') }},
+        cast(null as string) as {{ adapter.quote('SkuPriceId') }},
+        cast(null as string) as {{ adapter.quote('PricingUnit') }},
+        cast(null as string) as {{ adapter.quote('PricingQuantity') }},
+        cast(null as string) as {{ adapter.quote('ConsumedUnit') }},
+        cast(null as string) as {{ adapter.quote('ConsumedQuantity') }},
+        cast(null as string) as {{ adapter.quote('ListCost') }},
+        cast(null as string) as {{ adapter.quote('ListUnitPrice') }},
+        cast(null as string) as {{ adapter.quote('ContractedCost') }},
+        cast(null as string) as {{ adapter.quote('ContractedUnitPrice') }},
+        cast(null as string) as {{ adapter.quote('PricingCategory') }},
+        cast(null as string) as {{ adapter.quote('CommitmentDiscountId') }},
+        cast(null as string) as {{ adapter.quote('CommitmentDiscountName') }},
+        cast(null as string) as {{ adapter.quote('CommitmentDiscountCategory') }},
+        cast(null as string) as {{ adapter.quote('CommitmentDiscountType') }},
+        cast(null as string) as {{ adapter.quote('CommitmentDiscountStatus') }},
+        {{ units_money_text('line_units') }} as {{ adapter.quote('BilledCost') }},
+        {{ units_money_text('line_units') }} as {{ adapter.quote('EffectiveCost') }},
+        cast(null as string) as {{ adapter.quote('Tags') }},
         item_type as native_charge_type,
-        cast(null as varchar) as delivery_dataset,
-        cast(null as varchar) as native_superseded_reason,
+        cast(null as string) as delivery_dataset,
+        cast(null as string) as native_superseded_reason,
         source_file as filename,
         row_number() over (order by item_id, resource_id, hour_at) as source_row_number
     from lines

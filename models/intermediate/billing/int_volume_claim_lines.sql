@@ -31,7 +31,7 @@ volume_names as (
 
     select
         volume_key,
-        string_agg(distinct persistent_volume_id, ', ' order by persistent_volume_id) as persistent_volume_ids
+        {{ distinct_text_agg('persistent_volume_id', "', '") }} as persistent_volume_ids
     from persistent_volumes
     where volume_key is not null
     group by 1
@@ -42,7 +42,7 @@ claim_names as (
 
     select
         volume_key,
-        string_agg(distinct claim_id, ', ' order by claim_id) as claim_ids
+        {{ distinct_text_agg('claim_id', "', '") }} as claim_ids
     from mounts
     group by 1
 

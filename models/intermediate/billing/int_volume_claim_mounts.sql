@@ -129,7 +129,7 @@ final as (
         claim_bindings.volume_key,
         claim_bindings.persistent_volume_id,
         claim_bindings.claim_id,
-        cast(null as varchar) as workload_id,
+        cast(null as string) as workload_id,
         cast(null as bigint) as mounted_from_epoch,
         cast(null as bigint) as mounted_until_epoch
     from claim_bindings

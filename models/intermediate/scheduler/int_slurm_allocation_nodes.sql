@@ -3,6 +3,16 @@
 -- count here (not .batch / .extern / numbered steps, which repeat the same resources); an allocation that
 -- never started (pending, `None assigned`) holds no node. GPUs are spread evenly over the allocation's nodes,
 -- as Slurm's per-node gres is uniform for a job's nodes unless --gpus-per-node differs (not in sacct).
+{%- set host_number -%}
+    host_prefix
+                        -- zero padding as written (gpu[01-10]); lpad alone would cut cpu[9-11]'s 10 to 1
+                        || lpad(
+                            cast(n as string),
+                            cast(greatest(length(split_part(host_range, '-', 1)), length(cast(n as string))) as integer),
+                            '0'
+                        )
+                        || host_suffix
+{%- endset %}
 with
 
 records as (
@@ -22,7 +32,7 @@ host_groups as (
     -- gpu[01-04,07],cpu05 -> 'gpu[01-04,07]', 'cpu05'
     select
         allocation_id,
-        unnest(regexp_extract_all(node_list, '[^,\[]+(\[[^\]]*\])?[^,\[]*')) as host_group
+        {{ unnest_as("regexp_extract_all(node_list, '[^,\\[]+(\\[[^\\]]*\\])?[^,\\[]*', 0)", 'host_group') }}
     from records
 
 ),
@@ -34,12 +44,12 @@ host_ranges as (
         host_group,
         regexp_extract(host_group, '^([^\[]*)', 1) as host_prefix,
         regexp_extract(host_group, '\](.*)$', 1) as host_suffix,
-        unnest(
-            case
-                when contains(host_group, '[') then string_split(regexp_extract(host_group, '\[([^\]]*)\]', 1), ',')
-                else [null]
-            end
-        ) as host_range
+        {{ unnest_as(
+            "case when contains(host_group, '[') then "
+            ~ split_on("regexp_extract(host_group, '\\[([^\\]]*)\\]', 1)", ',')
+            ~ " else " ~ array_of(['null']) ~ " end",
+            'host_range'
+        ) }}
     from host_groups
 
 ),
@@ -49,23 +59,16 @@ host_lists as (
     select
         allocation_id,
         case
-            when host_range is null then [host_group]
-            else [
-                    host_prefix
-                    -- zero padding as written (gpu[01-10]); lpad alone would cut cpu[9-11]'s 10 to 1
-                    || lpad(
-                        cast(n as varchar),
-                        cast(greatest(length(split_part(host_range, '-', 1)), length(cast(n as varchar))) as integer),
-                        '0'
-                    )
-                    || host_suffix
-                    for n in range(
-                        cast(split_part(host_range, '-', 1) as bigint),
-                        cast(coalesce(
-                            nullif(split_part(host_range, '-', 2), ''), split_part(host_range, '-', 1)
-                        ) as bigint) + 1
-                    )
-                ]
+            when host_range is null then {{ array_of(['host_group']) }}
+            else {{ list_map(
+                int_range(
+                    "cast(split_part(host_range, '-', 1) as bigint)",
+                    "cast(coalesce(nullif(split_part(host_range, '-', 2), ''), split_part(host_range, '-', 1)) as bigint) + 1",
+                    1
+                ),
+                'n',
+                host_number
+            ) }}
         end as node_names
     from host_ranges
 
@@ -75,7 +78,7 @@ hosts as (
 
     select
         allocation_id,
-        unnest(node_names) as node_name
+        {{ unnest_as('node_names', 'node_name') }}
     from host_lists
 
 ),
@@ -107,15 +110,18 @@ final as (
         records.partition_name,
         records.job_state,
         records.gpu_model,
-        cast(records.gpu_count as decimal(18, 6)) / node_counts.allocation_node_count as gpus_on_node,
-        cast(records.cpu_count as decimal(18, 6)) / node_counts.allocation_node_count as cpus_on_node,
-        cast(records.memory_bytes as decimal(38, 6)) / node_counts.allocation_node_count as memory_bytes_on_node,
+        {{ double_quotient('cast(records.gpu_count as decimal(18, 6))', 'node_counts.allocation_node_count') }}
+            as gpus_on_node,
+        {{ double_quotient('cast(records.cpu_count as decimal(18, 6))', 'node_counts.allocation_node_count') }}
+            as cpus_on_node,
+        {{ double_quotient('cast(records.memory_bytes as decimal(38, 6))', 'node_counts.allocation_node_count') }}
+            as memory_bytes_on_node,
         node_counts.allocation_node_count,
         records.started_at,
         -- a running job has no End yet: it holds its nodes for the Elapsed so far
         coalesce(
             records.ended_at,
-            records.started_at + to_seconds(coalesce(records.elapsed_seconds, 0))
+            {{ add_seconds('records.started_at', 'coalesce(records.elapsed_seconds, 0)') }}
         ) as held_until_at,
         records.ended_at
     from records

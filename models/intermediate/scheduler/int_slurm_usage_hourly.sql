@@ -23,11 +23,7 @@ hours as (
 
     select
         bounds.*,
-        unnest(range(
-            {{ epoch_hour_floor('bounds.start_epoch') }},
-            bounds.end_epoch,
-            3600
-        )) as hour_start_epoch
+        {{ unnest_as(int_range(epoch_hour_floor('bounds.start_epoch'), 'bounds.end_epoch', 3600), 'hour_start_epoch') }}
     from bounds
     where bounds.end_epoch > bounds.start_epoch
 

@@ -25,7 +25,7 @@ node_gpu_models as (
     select
         cluster_id,
         node_name,
-        arg_max(gpu_model, sample_count) filter (where gpu_model is not null) as gpu_model
+        {{ arg_max_of('gpu_model', 'sample_count') }} filter (where gpu_model is not null) as gpu_model
     from node_models
     group by 1, 2
 

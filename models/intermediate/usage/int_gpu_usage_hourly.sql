@@ -19,8 +19,9 @@
 -- so it equals a full build; `dbt build --full-refresh` recomputes everything.
 -- depends_on: {{ ref('base_dcgm__series') }}
 -- depends_on: {{ ref('base_kube__series') }}
+{#- spark target: a table rebuilt each run (delete+insert is DuckDB's; merge needs Delta). -#}
 {{ config(
-    materialized='incremental',
+    materialized='incremental' if target.type != 'spark' else 'table',
     unique_key='usage_hour_key',
     incremental_strategy='delete+insert',
     on_schema_change='fail',
@@ -135,7 +136,7 @@ slurm_matches as (
 
     -- a sample without a pod: the Slurm allocation(s) holding the node then (the one named by hpc_job if any)
     select
-        pod_samples.* exclude (workload_id),  -- noqa: RF02
+        {{ column_list(ref('stg_dcgm__gpu_samples'), 'pod_samples') }},
         slurm_allocation_nodes.workload_id,
         slurm_allocation_nodes.gpus_on_node as tenant_weight
     from pod_samples
@@ -169,7 +170,8 @@ tenants as (
                 and slurm_matches.gpu_instance_id is not distinct from pod_samples.gpu_instance_id
                 and slurm_matches.sampled_epoch = pod_samples.sampled_epoch
         )
-    union all by name
+    -- same columns in the same order (the sample's, workload_id, tenant_weight): positional, portable
+    union all
     select * from slurm_matches
 
 ),
@@ -347,7 +349,7 @@ requests_hourly as (
             * {{ sample_duration('request_gaps.gap_seconds', 'request_steps.step_seconds') }}
         ) as bigint)) as requested_gpu_ms,
         -- a time-sliced replica (nvidia.com/gpu.shared) asks for one replica, not one GPU
-        bool_or(regexp_matches(request_gaps.gpu_resource, 'gpu[._]shared$')) as is_time_sliced
+        bool_or({{ regexp_search() }}(request_gaps.gpu_resource, 'gpu[._]shared$')) as is_time_sliced
     from request_gaps
     inner join request_steps
         on request_gaps.workload_id = request_steps.workload_id
@@ -399,7 +401,7 @@ final as (
 
     select
         md5(
-            cluster_id || '|' || node_name || '|' || cast(hour_start_epoch as varchar)
+            cluster_id || '|' || node_name || '|' || cast(hour_start_epoch as string)
             || '|' || coalesce(workload_id, '')
         ) as usage_hour_key,
         *

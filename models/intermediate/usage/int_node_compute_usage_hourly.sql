@@ -49,7 +49,7 @@ kube_hourly as (
         request_gaps.resource_part,
         sum(cast(round(
             request_gaps.requested_amount
-            * case when request_gaps.resource_part = 'memory' then 1.0 / 1048576 else 1 end
+            * case when request_gaps.resource_part = 'memory' then {{ double_literal('1.0') }} / 1048576 else 1 end
             * 1000 * {{ sample_duration('request_gaps.gap_seconds', 'request_steps.step_seconds') }}
         ) as bigint)) as requested_units
     from request_gaps
@@ -75,8 +75,10 @@ slurm_hours as (
 
     select
         slurm_bounds.*,
-        unnest(range({{ epoch_hour_floor('slurm_bounds.start_epoch') }}, slurm_bounds.end_epoch, 3600))
-            as hour_start_epoch
+        {{ unnest_as(
+            int_range(epoch_hour_floor('slurm_bounds.start_epoch'), 'slurm_bounds.end_epoch', 3600),
+            'hour_start_epoch'
+        ) }}
     from slurm_bounds
     where slurm_bounds.end_epoch > slurm_bounds.start_epoch
 

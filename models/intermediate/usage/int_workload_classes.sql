@@ -46,7 +46,7 @@ workloads as (
     union all
     select
         workload_id,
-        cast(null as varchar) as labelled_class,
+        cast(null as string) as labelled_class,
         lower(concat_ws(' ', 'slurm', partition_name, job_name)) as hint_text,
         'slurm' as created_by_kind
     from slurm_jobs
@@ -59,15 +59,16 @@ inferred as (
         workload_id,
         labelled_class,
         case
-            when regexp_matches(hint_text, '(^|[^a-z])(hpo|sweep|tune|tuning|katib|optuna|trial)([^a-z]|$)')
+            when {{ regexp_search() }}(hint_text, '(^|[^a-z])(hpo|sweep|tune|tuning|katib|optuna|trial)([^a-z]|$)')
                 or created_by_kind in ('experiment', 'trial') then 'hyperparameter_tuning'
-            when regexp_matches(hint_text, '(^|[^a-z])(ft|finetune|fine-tune|lora|sft)([^a-z]|$)') then 'finetune'
-            when regexp_matches(hint_text, '(^|[^a-z])(eval|evaluation|benchmark)([^a-z]|$)') then 'eval'
-            when regexp_matches(hint_text, 'jupyter|notebook') then 'notebook'
+            when {{ regexp_search() }}(hint_text, '(^|[^a-z])(ft|finetune|fine-tune|lora|sft)([^a-z]|$)')
+                then 'finetune'
+            when {{ regexp_search() }}(hint_text, '(^|[^a-z])(eval|evaluation|benchmark)([^a-z]|$)') then 'eval'
+            when {{ regexp_search() }}(hint_text, 'jupyter|notebook') then 'notebook'
             when created_by_kind in ('pytorchjob', 'mpijob', 'tfjob', 'xgboostjob', 'paddlejob', 'jaxjob')
-                or regexp_matches(hint_text, '(^|[^a-z])(train|training|pretrain)([^a-z]|$)') then 'training'
+                or {{ regexp_search() }}(hint_text, '(^|[^a-z])(train|training|pretrain)([^a-z]|$)') then 'training'
             when created_by_kind in ('replicaset', 'deployment', 'inferenceservice')
-                or regexp_matches(hint_text, 'serve|server|infer|vllm|triton') then 'inference'
+                or {{ regexp_search() }}(hint_text, 'serve|server|infer|vllm|triton') then 'inference'
             when created_by_kind = 'slurm' then 'training'
         end as inferred_class
     from workloads

@@ -91,7 +91,7 @@ images as (
         workload_id,
         min(image_repository) as image_repository
     from containers
-    where not regexp_matches(coalesce(image_repository, ''), '(istio|linkerd|envoy)')
+    where not {{ regexp_search() }}(coalesce(image_repository, ''), '(istio|linkerd|envoy)')
     group by 1
 
 ),
@@ -127,7 +127,7 @@ candidates as (
         {{ attribution_project('labelled', 'overrides') }} as candidate_project_id
     from labelled
     inner join overrides
-        on regexp_matches({{ attribution_field('labelled', 'overrides.match_field') }}, overrides.match_pattern)
+        on {{ regexp_search() }}({{ attribution_field('labelled', 'overrides.match_field') }}, overrides.match_pattern)
     union all
     select
         labelled.workload_id,
@@ -137,7 +137,7 @@ candidates as (
         {{ attribution_project('labelled', 'rules') }} as candidate_project_id
     from labelled
     inner join rules
-        on regexp_matches({{ attribution_field('labelled', 'rules.match_field') }}, rules.match_pattern)
+        on {{ regexp_search() }}({{ attribution_field('labelled', 'rules.match_field') }}, rules.match_pattern)
 
 ),
 

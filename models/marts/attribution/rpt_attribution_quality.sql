@@ -103,8 +103,8 @@ overall as (
     select
         'holdout' as metric_group,
         'all' as metric_key,
-        cast(null as varchar) as true_project_id,
-        cast(null as varchar) as predicted_project_id,
+        cast(null as string) as true_project_id,
+        cast(null as string) as predicted_project_id,
         cast(null as double) as confidence_bin_low,
         cast(null as double) as confidence_bin_high,
         totals.workload_count,
@@ -125,9 +125,9 @@ reliability as (
 
     select
         'reliability' as metric_group,
-        'bin_' || cast(cast(confidence_bin as integer) as varchar) as metric_key,
-        cast(null as varchar) as true_project_id,
-        cast(null as varchar) as predicted_project_id,
+        'bin_' || cast(cast(confidence_bin as integer) as string) as metric_key,
+        cast(null as string) as true_project_id,
+        cast(null as string) as predicted_project_id,
         confidence_bin / 10.0 as confidence_bin_low,
         (confidence_bin + 1) / 10.0 as confidence_bin_high,
         workload_count,
@@ -166,7 +166,7 @@ confusion as (
 
     select
         'confusion' as metric_group,
-        'rank_' || cast(confusion_rank as varchar) as metric_key,
+        'rank_' || cast(confusion_rank as string) as metric_key,
         true_project_id,
         predicted_project_id,
         cast(null as double) as confidence_bin_low,
@@ -201,8 +201,8 @@ untagged as (
     select
         'untagged' as metric_group,
         'all' as metric_key,
-        cast(null as varchar) as true_project_id,
-        cast(null as varchar) as predicted_project_id,
+        cast(null as string) as true_project_id,
+        cast(null as string) as predicted_project_id,
         cast(null as double) as confidence_bin_low,
         cast(null as double) as confidence_bin_high,
         count(*) as workload_count,

@@ -85,7 +85,7 @@ final as (
                     'review-' || left(md5(workload_id), 10) || ',workload_id,^'
                     || regexp_replace(workload_id, '([.^$*+?()\[\]{}|\\])', '\\\1', 'g') || '$,'
                     || candidate_1_project_id || ',<your name>,<yyyy-mm-dd>,accepted model suggestion (p='
-                    || cast(round(candidate_1_probability, 3) as varchar) || ')'
+                    || cast(round(candidate_1_probability, 3) as string) || ')'
         end as suggested_override
     from joined
 

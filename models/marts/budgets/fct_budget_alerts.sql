@@ -66,17 +66,17 @@ final as (
         upper(alert_type) || ': ' || owner_label || ' '
         || case
             when alert_kind = 'actual'
-                then 'has spent ' || cast(month_to_date_cost as varchar) || ' ' || billing_currency
+                then 'has spent ' || cast(month_to_date_cost as string) || ' ' || billing_currency
             else
-                'is forecast to spend ' || cast(forecast_cost as varchar) || ' ' || billing_currency
-                || ' (run rate over ' || cast(days_elapsed as varchar) || ' of ' || cast(days_in_month as varchar)
-                || ' days + reserved ' || cast(reserved_amount as varchar) || ')'
+                'is forecast to spend ' || cast(forecast_cost as string) || ' ' || billing_currency
+                || ' (run rate over ' || cast(days_elapsed as string) || ' of ' || cast(days_in_month as string)
+                || ' days + reserved ' || cast(reserved_amount as string) || ')'
         end
-        || ' of its ' || cast(budget_amount as varchar) || ' ' || billing_currency || ' budget for '
-        || substr(cast(billing_period_start as varchar), 1, 7) || ': '
-        || coalesce(cast(cast(observed_ratio * 100 as decimal(38, 1)) as varchar), '-') || '%, '
-        || alert_level || ' threshold ' || cast(cast(threshold_ratio * 100 as decimal(18, 1)) as varchar) || '%'
-        || coalesce(' (as of ' || cast(as_of_date as varchar) || ')', '') as message,
+        || ' of its ' || cast(budget_amount as string) || ' ' || billing_currency || ' budget for '
+        || substr(cast(billing_period_start as string), 1, 7) || ': '
+        || coalesce(cast(cast(observed_ratio * 100 as decimal(38, 1)) as string), '-') || '%, '
+        || alert_level || ' threshold ' || cast(cast(threshold_ratio * 100 as decimal(18, 1)) as string) || '%'
+        || coalesce(' (as of ' || cast(as_of_date as string) || ')', '') as message,
         budget_amount,
         cast(threshold_amount_exact as {{ cents_type() }}) as threshold_amount,
         observed_cost,

@@ -33,7 +33,7 @@ budgets_keyed as (
     select
         md5(
             lower(trim(team_id)) || '|' || coalesce(lower(trim(project_id)), '') || '|'
-            || cast(cast(month as date) as varchar) || '|' || upper(trim(currency))
+            || cast(cast(month as date) as string) || '|' || upper(trim(currency))
         ) as budget_id,
         lower(trim(team_id)) as team_id,
         nullif(lower(trim(project_id)), '') as project_id,

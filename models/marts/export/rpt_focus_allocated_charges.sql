@@ -38,18 +38,18 @@ described as (
         *,
         'gpucost/' || allocation_kind || '/' || allocation_basis as allocated_method_id,
         -- built as text: DuckDB's nested json_object / json_array pass a DECIMAL through a DOUBLE, which
-        -- would round the ratio; cast(decimal as varchar) keeps all 18 places
-        '{"Elements":[{"AllocatedRatio":' || cast(allocation_ratio as varchar)
-        || ',"x_AllocationKind":' || cast(to_json(allocation_kind) as varchar)
-        || ',"x_AllocationBasis":' || cast(to_json(allocation_basis) as varchar)
-        || ',"x_AttributionMethod":' || cast(to_json(attribution_method) as varchar)
+        -- would round the ratio; cast(decimal as string) keeps all 18 places
+        '{"Elements":[{"AllocatedRatio":' || cast(allocation_ratio as string)
+        || ',"x_AllocationKind":' || cast(to_json(allocation_kind) as string)
+        || ',"x_AllocationBasis":' || cast(to_json(allocation_basis) as string)
+        || ',"x_AttributionMethod":' || cast(to_json(attribution_method) as string)
         || '}]}' as allocated_method_details,
         -- the owner as the bill's own tag keys; keys without a value are left out (merge-patch drops nulls)
         cast(json_merge_patch('{}', json_object(
             '{{ var("gpucost_tag_key_team") }}', team_id,
             '{{ var("gpucost_tag_key_project") }}', project_id,
             '{{ var("gpucost_tag_key_user") }}', user_id
-        )) as varchar) as allocated_tags,
+        )) as string) as allocated_tags,
         split_part(workload_id, '/', 3) as workload_pod_name
     from joined
 

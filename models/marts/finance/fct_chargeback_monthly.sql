@@ -83,7 +83,7 @@ final as (
 
     select
         md5(
-            cast(by_owner.billing_period_start as varchar) || '|' || by_owner.billing_currency
+            cast(by_owner.billing_period_start as string) || '|' || by_owner.billing_currency
             || '|' || by_owner.team_id || '|' || by_owner.project_id
         ) as chargeback_id,
         by_owner.team_id,

@@ -29,10 +29,10 @@ shared as (
 
     select
         charge_id,
-        cast(null as varchar) as workload_id,
+        cast(null as string) as workload_id,
         coalesce(split_part(recipient_id, '|', 1), '{{ unallocated_owner() }}') as team_id,
         coalesce(split_part(recipient_id, '|', 2), '{{ unallocated_owner() }}') as project_id,
-        cast(null as varchar) as user_id,
+        cast(null as string) as user_id,
         case
             when recipient_id is null or split_part(recipient_id, '|', 2) = '{{ unallocated_owner() }}'
                 then 'unallocated'
@@ -40,7 +40,7 @@ shared as (
         end as allocation_kind,
         'shared_by_effective_cost' as allocation_basis,
         case when recipient_id is null then 'none' else 'policy' end as attribution_method,
-        cast(null as varchar) as attribution_rule_id,
+        cast(null as string) as attribution_rule_id,
         cast(case when recipient_id is null then 0 else 1 end as double) as attribution_confidence,
         case
             when recipient_id is null then unallocated_reason

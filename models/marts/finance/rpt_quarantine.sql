@@ -28,7 +28,7 @@ onprem_items as (
 kube_series as (
 
     select * from {{ ref('base_kube__series') }}
-    where len(quarantined_samples) > 0
+    where {{ list_size('quarantined_samples') }} > 0
 
 ),
 
@@ -37,7 +37,7 @@ kube_quarantined as (
     select
         source_file,
         metric_name,
-        unnest(quarantined_samples) as sample
+        {{ unnest_as('quarantined_samples', 'sample') }}
     from kube_series
 
 ),
@@ -59,7 +59,7 @@ bill_lines as (
         'billing/' || source_format as source_kind,
         source_file,
         source_row_number,
-        cast(null as varchar) as metric_name,
+        cast(null as string) as metric_name,
         quarantine_reason,
         cast(1 as bigint) as record_count,
         coalesce(billed_cost_raw, '<null>') as example_value,
@@ -83,7 +83,7 @@ dcgm as (
         min(coalesce(sample_value_raw, '<null>')) as example_value,
         cast(null as {{ money_type() }}) as billed_cost,
         cast(null as {{ money_type() }}) as effective_cost,
-        cast(null as varchar) as billing_currency,
+        cast(null as string) as billing_currency,
         cast(null as date) as billing_period_start
     from dcgm_samples
     group by 2, 4, 5
@@ -102,7 +102,7 @@ kube as (
         min(coalesce(sample_value, '<null>')) as example_value,
         cast(null as {{ money_type() }}) as billed_cost,
         cast(null as {{ money_type() }}) as effective_cost,
-        cast(null as varchar) as billing_currency,
+        cast(null as string) as billing_currency,
         cast(null as date) as billing_period_start
     from kube_samples
     group by 2, 4, 5
@@ -143,7 +143,7 @@ final as (
 
     select
         md5(
-            source_kind || '|' || source_file || '|' || coalesce(cast(source_row_number as varchar), '')
+            source_kind || '|' || source_file || '|' || coalesce(cast(source_row_number as string), '')
             || '|' || coalesce(metric_name, '') || '|' || quarantine_reason
         ) as quarantine_id,
         source_kind,

@@ -62,7 +62,7 @@ final as (
         md5(
             coalesce(bill.provider_name, allocated.provider_name) || '|'
             || coalesce(bill.billing_account_id, allocated.billing_account_id) || '|'
-            || coalesce(cast(coalesce(bill.billing_period_start, allocated.billing_period_start) as varchar), '')
+            || coalesce(cast(coalesce(bill.billing_period_start, allocated.billing_period_start) as string), '')
             || '|' || coalesce(bill.invoice_id, allocated.invoice_id)
             || '|' || coalesce(bill.billing_currency, allocated.billing_currency)
         ) as reconciliation_id,

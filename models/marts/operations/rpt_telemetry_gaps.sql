@@ -73,10 +73,10 @@ flagged as (
 final as (
 
     select
-        cast(cluster_id as varchar) as cluster_id,
-        cast(node_name as varchar) as node_name,
-        cast(gpu_uuid as varchar) as gpu_uuid,
-        cast(gpu_instance_id as varchar) as gpu_instance_id,
+        cast(cluster_id as string) as cluster_id,
+        cast(node_name as string) as node_name,
+        cast(gpu_uuid as string) as gpu_uuid,
+        cast(gpu_instance_id as string) as gpu_instance_id,
         {{ from_epoch_seconds('sampled_epoch') }} as last_sample_before_at,
         {{ from_epoch_seconds('next_sampled_epoch') }} as first_sample_after_at,
         cast(gap_seconds as bigint) as gap_seconds,

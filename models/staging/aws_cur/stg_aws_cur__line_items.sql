@@ -33,7 +33,7 @@ spelled as (
                     'k': regexp_replace(tag_key, '^user[:_]', ''),
                     'v': json_extract_string(try_cast(resource_tags as json), '$."' || tag_key || '"')
                 }
-            ))) as varchar)
+            ))) as string)
         ) as tags_json,
         filename,
         source_row_number
@@ -78,28 +78,28 @@ mapped as (
         coalesce(product_product_name, line_item_product_code) as "ServiceName",
         product_product_family as "ServiceCategory",
         line_item_resource_id as "ResourceId",
-        cast(null as varchar) as "ResourceName",
+        cast(null as string) as "ResourceName",
         product_instance_type as "ResourceType",
         product_region_code as "RegionId",
-        cast(null as varchar) as "RegionName",
+        cast(null as string) as "RegionName",
         line_item_availability_zone as "AvailabilityZone",
         product_sku as "SkuId",
-        cast(null as varchar) as "SkuPriceId",
+        cast(null as string) as "SkuPriceId",
         pricing_unit as "PricingUnit",
         line_item_usage_amount as "PricingQuantity",
         pricing_unit as "ConsumedUnit",
         line_item_usage_amount as "ConsumedQuantity",
         pricing_public_on_demand_cost as "ListCost",
-        cast(null as varchar) as "ListUnitPrice",
-        cast(null as varchar) as "ContractedCost",
-        cast(null as varchar) as "ContractedUnitPrice",
-        cast(null as varchar) as "PricingCategory",
+        cast(null as string) as "ListUnitPrice",
+        cast(null as string) as "ContractedCost",
+        cast(null as string) as "ContractedUnitPrice",
+        cast(null as string) as "PricingCategory",
         coalesce(
             nullif(reservation_reservation_a_r_n, ''), nullif(savings_plan_savings_plan_a_r_n, '')
         ) as "CommitmentDiscountId",
-        cast(null as varchar) as "CommitmentDiscountName",
-        cast(null as varchar) as "CommitmentDiscountCategory",
-        cast(null as varchar) as "CommitmentDiscountType",
+        cast(null as string) as "CommitmentDiscountName",
+        cast(null as string) as "CommitmentDiscountCategory",
+        cast(null as string) as "CommitmentDiscountType",
         case
             when line_item_line_item_type in ('DiscountedUsage', 'SavingsPlanCoveredUsage') then 'Used'
         end as "CommitmentDiscountStatus",
@@ -112,7 +112,7 @@ mapped as (
                             coalesce(nullif(trim(savings_plan_total_commitment_to_date), ''), '0') as {{ money_type() }}
                         )
                         - try_cast(coalesce(nullif(trim(savings_plan_used_commitment), ''), '0') as {{ money_type() }})
-                        as varchar
+                        as string
                     )
             when line_item_line_item_type in ('SavingsPlanNegation', 'SavingsPlanUpfrontFee') then '0'
             when line_item_line_item_type = 'Fee' and coalesce(reservation_reservation_a_r_n, '') <> '' then '0'
@@ -125,8 +125,8 @@ mapped as (
         end as "EffectiveCost",
         tags_json as "Tags",
         line_item_line_item_type as native_charge_type,
-        cast(null as varchar) as delivery_dataset,
-        cast(null as varchar) as native_superseded_reason,
+        cast(null as string) as delivery_dataset,
+        cast(null as string) as native_superseded_reason,
         filename,
         source_row_number
     from spelled

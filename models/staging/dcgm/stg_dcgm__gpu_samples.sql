@@ -63,8 +63,7 @@ samples as (
     select
         series_group_id,
         metric_name,
-        unnest(sampled_epochs) as sampled_epoch,
-        unnest(sample_values) as sample_value
+        {{ unnest_zip([('sampled_epochs', 'sampled_epoch'), ('sample_values', 'sample_value')]) }}
     from series
 
 ),

@@ -12,9 +12,10 @@ series_hours as (
 
     select
         cluster_id,
-        unnest(list_distinct(list_transform(
-            sampled_epochs, lambda sampled_epoch: {{ epoch_hour_floor('sampled_epoch') }}
-        ))) as hour_epoch
+        {{ unnest_as(
+            list_unique(list_map('sampled_epochs', 'sampled_epoch', epoch_hour_floor('sampled_epoch'))),
+            'hour_epoch'
+        ) }}
     from source
 
 ),

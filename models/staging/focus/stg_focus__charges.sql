@@ -5,9 +5,9 @@ source as (
 
     select
         *,
-        cast(null as varchar) as native_charge_type,
-        cast(null as varchar) as delivery_dataset,
-        cast(null as varchar) as native_superseded_reason
+        cast(null as string) as native_charge_type,
+        cast(null as string) as delivery_dataset,
+        cast(null as string) as native_superseded_reason
     from {{ ref('base_focus__exports') }}
 
 ),

@@ -17,7 +17,7 @@ claims as (
         {{ prom_label('namespace') }} as namespace,
         {{ prom_label('persistentvolumeclaim') }} as persistent_volume_claim,
         {{ prom_label('volumename') }} as persistent_volume,
-        arg_max({{ prom_label('storageclass') }}, sampled_epoch) as storage_class,
+        {{ arg_max_of(prom_label('storageclass'), 'sampled_epoch') }} as storage_class,
         min(sampled_epoch) as first_seen_epoch,
         max(sampled_epoch) as last_seen_epoch
     from source

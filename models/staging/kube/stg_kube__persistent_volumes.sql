@@ -17,20 +17,20 @@ volumes as (
     select
         cluster_id,
         {{ prom_label('persistentvolume') }} as persistent_volume,
-        arg_max({{ prom_label('storageclass') }}, sampled_epoch) as storage_class,
-        arg_max({{ prom_label('csi_driver') }}, sampled_epoch) as csi_driver,
-        arg_max({{ prom_label('csi_volume_handle') }}, sampled_epoch) as csi_volume_handle,
-        arg_max({{ prom_label('ebs_volume_id') }}, sampled_epoch) as ebs_volume_id,
-        arg_max({{ prom_label('gce_persistent_disk_name') }}, sampled_epoch) as gce_persistent_disk_name,
-        arg_max({{ prom_label('azure_disk_name') }}, sampled_epoch) as azure_disk_name,
-        arg_max(
-            case when metric_name = 'kube_persistentvolume_claim_ref' then {{ prom_label('claim_namespace') }} end,
-            case when metric_name = 'kube_persistentvolume_claim_ref' then sampled_epoch end
-        ) as claim_namespace,
-        arg_max(
-            case when metric_name = 'kube_persistentvolume_claim_ref' then {{ prom_label('name') }} end,
-            case when metric_name = 'kube_persistentvolume_claim_ref' then sampled_epoch end
-        ) as claim_name,
+        {{ arg_max_of(prom_label('storageclass'), 'sampled_epoch') }} as storage_class,
+        {{ arg_max_of(prom_label('csi_driver'), 'sampled_epoch') }} as csi_driver,
+        {{ arg_max_of(prom_label('csi_volume_handle'), 'sampled_epoch') }} as csi_volume_handle,
+        {{ arg_max_of(prom_label('ebs_volume_id'), 'sampled_epoch') }} as ebs_volume_id,
+        {{ arg_max_of(prom_label('gce_persistent_disk_name'), 'sampled_epoch') }} as gce_persistent_disk_name,
+        {{ arg_max_of(prom_label('azure_disk_name'), 'sampled_epoch') }} as azure_disk_name,
+        {{ arg_max_of(
+            "case when metric_name = 'kube_persistentvolume_claim_ref' then " ~ prom_label('claim_namespace') ~ " end",
+            "case when metric_name = 'kube_persistentvolume_claim_ref' then sampled_epoch end"
+        ) }} as claim_namespace,
+        {{ arg_max_of(
+            "case when metric_name = 'kube_persistentvolume_claim_ref' then " ~ prom_label('name') ~ " end",
+            "case when metric_name = 'kube_persistentvolume_claim_ref' then sampled_epoch end"
+        ) }} as claim_name,
         min(sampled_epoch) as first_seen_epoch,
         max(sampled_epoch) as last_seen_epoch
     from source

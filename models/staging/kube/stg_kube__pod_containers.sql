@@ -16,8 +16,8 @@ containers as (
         {{ prom_label('pod') }} as pod,
         {{ prom_label('uid') }} as uid,
         {{ prom_label('container') }} as container,
-        arg_max({{ prom_label('image') }}, last_sampled_epoch) as image,
-        arg_max({{ prom_label('image_id') }}, last_sampled_epoch) as image_id,
+        {{ arg_max_of(prom_label('image'), 'last_sampled_epoch') }} as image,
+        {{ arg_max_of(prom_label('image_id'), 'last_sampled_epoch') }} as image_id,
         min(first_sampled_epoch) as first_seen_epoch,
         max(last_sampled_epoch) as last_seen_epoch
     from source

@@ -9,7 +9,7 @@ source as (
     where
         metric_name = 'kube_pod_container_resource_requests'
         and sample_count > 0
-        and regexp_matches(labels['resource'], '^nvidia(_com_|\.com/)(gpu|gpu_shared|gpu\.shared|mig[-_].+)$')
+        and {{ regexp_search() }}(labels['resource'], '^nvidia(_com_|\.com/)(gpu|gpu_shared|gpu\.shared|mig[-_].+)$')
 
 ),
 
@@ -18,8 +18,7 @@ samples as (
     select
         cluster_id,
         labels,
-        unnest(sampled_epochs) as sampled_epoch,
-        unnest(sample_values) as sample_value
+        {{ unnest_zip([('sampled_epochs', 'sampled_epoch'), ('sample_values', 'sample_value')]) }}
     from source
 
 ),

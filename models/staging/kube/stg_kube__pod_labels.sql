@@ -15,7 +15,7 @@ latest as (
         {{ prom_label('namespace') }} as namespace,
         {{ prom_label('pod') }} as pod,
         {{ prom_label('uid') }} as uid,
-        arg_max(labels, last_sampled_epoch) as labels
+        {{ arg_max_of('labels', 'last_sampled_epoch') }} as labels
     from source
     group by 1, 2, 3, 4
 

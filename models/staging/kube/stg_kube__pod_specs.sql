@@ -17,12 +17,12 @@ containers as (
         source.namespace,
         source.pod,
         source.uid,
-        unnest(source.containers) as container_spec,
-        -- claim names, sorted; volumes that are not claims give null, which array_to_string skips
-        array_to_string(
-            list_sort(list_transform(source.volumes, lambda volume: volume."persistentVolumeClaim"."claimName")),
-            ' '
-        ) as volume_claims
+        {{ unnest_as('source.containers', 'container_spec') }},
+        -- claim names, sorted; volumes that are not claims give null, which the join to text skips
+        {{ list_text(list_sorted(list_map(
+            'source.volumes', 'volume',
+            'volume.' ~ adapter.quote('persistentVolumeClaim') ~ '.' ~ adapter.quote('claimName')
+        )), "' '") }} as volume_claims
     from source
 
 ),
@@ -38,13 +38,11 @@ final as (
         containers.uid,
         containers.container_spec.name as container,
         min(containers.container_spec.image) as image,
-        min(nullif(array_to_string(
-            list_concat(
-                coalesce(containers.container_spec.command, []), coalesce(containers.container_spec.args, [])
-            ),
-            ' '
-        ), '')) as command_line,
-        min(containers.container_spec."workingDir") as working_dir,
+        min(nullif({{ list_text(list_join(
+            'coalesce(containers.container_spec.command, ' ~ array_of([]) ~ ')',
+            'coalesce(containers.container_spec.args, ' ~ array_of([]) ~ ')'
+        ), "' '") }}, '')) as command_line,
+        min(containers.container_spec.{{ adapter.quote('workingDir') }}) as working_dir,
         min(nullif(containers.volume_claims, '')) as volume_claims
     from containers
     group by 1, 2, 3, 4, 5, 6

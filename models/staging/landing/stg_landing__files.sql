@@ -8,25 +8,18 @@ with
 {% if files %}
 source as (
 
-    select
-        filename,
-        size,
-        last_modified
-    from read_blob({{ sql_string_list(files) }})
+    {{ landed_file_metadata(files) }}
 
 ),
 
 bill_hashes as (
 
     {%- if bill_files %}
-    select
-        filename,
-        md5(content) as content_md5
-    from read_blob({{ sql_string_list(bill_files) }})
+    {{ landed_file_md5(bill_files) }}
     {%- else %}
     select
-        cast(null as varchar) as filename,
-        cast(null as varchar) as content_md5
+        cast(null as string) as filename,
+        cast(null as string) as content_md5
     where false
     {%- endif %}
 
@@ -35,7 +28,7 @@ bill_hashes as (
     source as (
 
         select
-            cast(null as varchar) as filename,
+            cast(null as string) as filename,
             cast(null as bigint) as size,
             cast(null as timestamp) as last_modified
         where false
@@ -45,8 +38,8 @@ bill_hashes as (
     bill_hashes as (
 
         select
-            cast(null as varchar) as filename,
-            cast(null as varchar) as content_md5
+            cast(null as string) as filename,
+            cast(null as string) as content_md5
         where false
 
     ),

@@ -42,7 +42,7 @@ final as (
         case
             when item_type not in ('hardware', 'colocation', 'licence', 'license', 'power')
                 then 'unknown item_type: ' || coalesce(item_type, '<null>')
-            when billing_currency is null or not regexp_matches(billing_currency, '^[A-Z]{3}$')
+            when billing_currency is null or not {{ regexp_search() }}(billing_currency, '^[A-Z]{3}$')
                 then 'invalid currency'
             when start_date is null then 'invalid start_date'
             when item_type = 'power' and (price_per_kwh is null or price_per_kwh < 0)

@@ -22,12 +22,12 @@ unioned as (
 
     select
         pool_id,
-        cast(priority as varchar) as priority,
+        cast(priority as string) as priority,
         cluster_pattern,
         node_pattern,
         gpu_model_pattern,
         gpu_allocation_basis,
-        cast(complexity_weighting as varchar) as complexity_weighting,
+        cast(complexity_weighting as string) as complexity_weighting,
         description,
         'seed allocation_pools' as source_file
     from seeded

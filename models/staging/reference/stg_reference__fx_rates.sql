@@ -20,7 +20,7 @@ final as (
         -- up to 12 decimal places, so cents x rate stays exact in DECIMAL(38, 14); more is a null rate,
         -- which fails the rate's data test (never rounded silently)
         case
-            when not regexp_matches(trim(rate), '\.[0-9]{13,}')
+            when not {{ regexp_search() }}(trim(rate), '\.[0-9]{13,}')
                 then {{ dbt.safe_cast('trim(rate)', 'decimal(38, 12)') }}
         end as fx_rate,
         cast({{ dbt.safe_cast("trim(rate_month) || '-01'", 'date') }} as date) as rate_month,

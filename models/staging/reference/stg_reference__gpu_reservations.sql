@@ -24,9 +24,9 @@ unioned as (
         cluster_id,
         team_id,
         project_id,
-        cast(valid_from as varchar) as valid_from,
-        cast(valid_to as varchar) as valid_to,
-        cast(reserved_gpus as varchar) as reserved_gpus,
+        cast(valid_from as string) as valid_from,
+        cast(valid_to as string) as valid_to,
+        cast(reserved_gpus as string) as reserved_gpus,
         'seed gpu_reservations' as source_file
     from seeded
     union all

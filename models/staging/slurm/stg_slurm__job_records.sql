@@ -1,6 +1,9 @@
 -- One row per sacct record: job allocations (JobID 1234, array task 1234_5, het component 1234+0) and their
 -- steps (1234.batch, 1234.extern, 1234.0). Allocations carry the money; steps are usage signals only.
 -- Typed here; a record that cannot be read keeps its line and gets a quarantine_reason.
+{%- set job_id_pattern %}^([0-9]+)(_([0-9]+|\[[^\]]*\]))?(\+[0-9]+)?(\.(.+))?${% endset %}
+{%- set elapsed_pattern %}^(([0-9]+)-)?([0-9]+):([0-9]+):([0-9]+)${% endset %}
+{%- set memory_pattern %}(^|,)mem=([0-9.]+)([KMGTP]?){% endset %}
 with
 
 source as (
@@ -15,8 +18,8 @@ fields as (
         filename as source_file,
         source_row_number,
         line as raw_line,
-        len(fields) as field_count,
-        len(header) as header_count,
+        {{ list_size('fields') }} as field_count,
+        {{ list_size('header') }} as header_count,
         {{ sacct_field('JobID') }} as job_id_text,
         {{ sacct_field('JobIDRaw') }} as job_id_raw,
         {{ sacct_field('JobName') }} as job_name,
@@ -46,14 +49,9 @@ parsed as (
     select
         *,
         -- JobID: <job>[_<array task>|_[<pending range>]][+<het component>][.<step>]
-        regexp_extract(
-            job_id_text,
-            '^([0-9]+)(_([0-9]+|\[[^\]]*\]))?(\+[0-9]+)?(\.(.+))?$',
-            ['job', 'array', 'array_task', 'het', 'dot', 'step']
-        ) as job_parts,
-        regexp_extract(
-            elapsed_raw, '^(([0-9]+)-)?([0-9]+):([0-9]+):([0-9]+)$', ['x', 'd', 'h', 'm', 's']
-        ) as elapsed_parts,
+        {{ regexp_groups('job_id_text', job_id_pattern, ['job', 'array', 'array_task', 'het', 'dot', 'step']) }}
+            as job_parts,
+        {{ regexp_groups('elapsed_raw', elapsed_pattern, ['x', 'd', 'h', 'm', 's']) }} as elapsed_parts,
         {{ sacct_timestamp('submit_raw') }} as submitted_at,
         {{ sacct_timestamp('start_raw') }} as started_at,
         {{ sacct_timestamp('end_raw') }} as ended_at,
@@ -63,14 +61,13 @@ parsed as (
         -- gres/gpu=N, else the sum of the typed counts (gres/gpu:a100=4 or MIG gres/gpu:1g.10gb=1)
         coalesce(
             {{ sacct_tres('alloc_tres', 'gres/gpu') }},
-            list_sum(list_transform(
-                regexp_extract_all(alloc_tres, '(^|,)gres/gpu:[^=,]+=([0-9]+)', 2),
-                lambda n: cast(n as bigint)
-            ))
+            {{ list_total(list_map(
+                "regexp_extract_all(alloc_tres, '(^|,)gres/gpu:[^=,]+=([0-9]+)', 2)", 'n', 'cast(n as bigint)'
+            )) }}
         ) as gpu_count,
         nullif(regexp_extract(alloc_tres, '(^|,)gres/gpu:([^=,]+)=', 2), '') as gpu_model,
         -- mem=256G: Slurm units are powers of 1024
-        regexp_extract(alloc_tres, '(^|,)mem=([0-9.]+)([KMGTP]?)', ['x', 'amount', 'unit']) as memory_parts,
+        {{ regexp_groups('alloc_tres', memory_pattern, ['x', 'amount', 'unit']) }} as memory_parts,
         split_part(state_raw, ' ', 1) as job_state
     from fields
 
@@ -116,7 +113,7 @@ final as (
         job_id_text,
         job_id_raw,
         base_job_id,
-        case when regexp_matches(array_task_spec, '^[0-9]+$') then array_task_spec end as array_task_id,
+        case when {{ regexp_search() }}(array_task_spec, '^[0-9]+$') then array_task_spec end as array_task_id,
         step_id,
 
         -- strings

@@ -24,11 +24,10 @@ valid as (
         gpu_instance_id,
         gpu_instance_profile,
         hpc_job,
-        unnest(sampled_epochs) as sampled_epoch,
-        unnest(sample_values) as sample_value,
-        cast(null as varchar) as sample_value_raw,
+        {{ unnest_zip([('sampled_epochs', 'sampled_epoch'), ('sample_values', 'sample_value')]) }},
+        cast(null as string) as sample_value_raw,
         source_file,
-        cast(null as varchar) as quarantine_reason
+        cast(null as string) as quarantine_reason
     from series
     where sample_count > 0
 
@@ -49,10 +48,10 @@ quarantined as (
         gpu_instance_id,
         gpu_instance_profile,
         hpc_job,
-        unnest(quarantined_samples) as sample,
+        {{ unnest_as('quarantined_samples', 'sample') }},
         source_file
     from series
-    where len(quarantined_samples) > 0
+    where {{ list_size('quarantined_samples') }} > 0
 
 ),
 

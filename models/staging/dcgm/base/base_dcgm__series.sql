@@ -1,5 +1,6 @@
+{#- spark target: a table rebuilt from every file each run (delete+insert is DuckDB's; merge needs Delta) -#}
 {{ config(
-    materialized='incremental',
+    materialized='incremental' if target.type != 'spark' else 'table',
     unique_key='source_file',
     incremental_strategy='delete+insert',
     on_schema_change='fail',
@@ -14,6 +15,28 @@
 -- quarantined_samples (rpt_quarantine lists them).
 -- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
 -- noqa: disable=RF03
+{%- set series_columns -%}
+    source_file, source_file_size, source_file_modified_at, metric_name, cluster_id, node_name, gpu_uuid, gpu_index,
+        gpu_model, namespace, pod, container, gpu_instance_id, gpu_instance_profile, hpc_job, is_file_without_series,
+        series_quarantine_reason
+{%- endset %}
+{%- set dcgm_sample_check -%}
+    case
+                    when series_quarantine_reason is not null then series_quarantine_reason
+                    when
+                        sample.sample_value is null or {{ is_not_finite('sample.sample_value') }}
+                        then 'non-numeric sample value: ' || coalesce(sample.sample_value_raw, '<null>')
+                    when
+                        sample.sampled_epoch < {{ var('gpucost_min_epoch') }}
+                        or sample.sampled_epoch > {{ var('gpucost_max_epoch') }}
+                        then 'timestamp out of range: ' || cast(sample.sampled_epoch as string)
+                    when sample.sample_value < 0 then 'negative value: ' || sample.sample_value_raw
+                    when metric_name = 'DCGM_FI_DEV_GPU_UTIL' and sample.sample_value > 100
+                        then 'GPU_UTIL above 100: ' || sample.sample_value_raw
+                    when metric_name = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE' and sample.sample_value > 1
+                        then 'PROF_GR_ENGINE_ACTIVE above 1: ' || sample.sample_value_raw
+                end
+{%- endset %}
 with
 
 source as (
@@ -56,19 +79,31 @@ labelled as (
 series_checked as (
 
     select
-        * exclude (samples),
+        source_file,
+        source_file_size,
+        source_file_modified_at,
+        metric_name,
+        cluster_id,
+        node_name,
+        gpu_uuid,
+        gpu_index,
+        gpu_model,
+        namespace,
+        pod,
+        container,
+        gpu_instance_id,
+        gpu_instance_profile,
+        hpc_job,
+        is_file_without_series,
         case
             when gpu_uuid is null then 'GPU series without a UUID label'
             when node_name is null then 'GPU series with no node (no Hostname / hostname label)'
         end as series_quarantine_reason,
-        list_transform(
-            coalesce(samples, []),
-            lambda sample: struct_pack(
-                sampled_epoch := cast(round(cast(sample[1] as double)) as bigint),
-                sample_value := try_cast(sample[2] as double),
-                sample_value_raw := sample[2]
-            )
-        ) as parsed_samples
+        {{ list_map('coalesce(samples, ' ~ array_of([]) ~ ')', 'sample', struct_of([
+            ('sampled_epoch', 'cast(round(cast(' ~ list_item('sample', 1) ~ ' as double)) as bigint)'),
+            ('sample_value', 'try_cast(' ~ list_item('sample', 2) ~ ' as double)'),
+            ('sample_value_raw', list_item('sample', 2)),
+        ])) }} as parsed_samples
     from labelled
 
 ),
@@ -76,30 +111,13 @@ series_checked as (
 samples_checked as (
 
     select
-        * exclude (parsed_samples),
-        list_transform(
-            parsed_samples,
-            lambda sample: struct_pack(
-                sampled_epoch := sample.sampled_epoch,
-                sample_value := sample.sample_value,
-                sample_value_raw := sample.sample_value_raw,
-                quarantine_reason := case
-                    when series_quarantine_reason is not null then series_quarantine_reason
-                    when
-                        sample.sample_value is null or isnan(sample.sample_value) or isinf(sample.sample_value)
-                        then 'non-numeric sample value: ' || coalesce(sample.sample_value_raw, '<null>')
-                    when
-                        sample.sampled_epoch < {{ var('gpucost_min_epoch') }}
-                        or sample.sampled_epoch > {{ var('gpucost_max_epoch') }}
-                        then 'timestamp out of range: ' || cast(sample.sampled_epoch as varchar)
-                    when sample.sample_value < 0 then 'negative value: ' || sample.sample_value_raw
-                    when metric_name = 'DCGM_FI_DEV_GPU_UTIL' and sample.sample_value > 100
-                        then 'GPU_UTIL above 100: ' || sample.sample_value_raw
-                    when metric_name = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE' and sample.sample_value > 1
-                        then 'PROF_GR_ENGINE_ACTIVE above 1: ' || sample.sample_value_raw
-                end
-            )
-        ) as checked_samples
+        {{ series_columns }},
+        {{ list_map('parsed_samples', 'sample', struct_of([
+            ('sampled_epoch', 'sample.sampled_epoch'),
+            ('sample_value', 'sample.sample_value'),
+            ('sample_value_raw', 'sample.sample_value_raw'),
+            ('quarantine_reason', dcgm_sample_check),
+        ])) }} as checked_samples
     from series_checked
 
 ),
@@ -107,9 +125,9 @@ samples_checked as (
 split as (
 
     select
-        * exclude (checked_samples),
-        list_filter(checked_samples, lambda sample: sample.quarantine_reason is null) as valid_samples,
-        list_filter(checked_samples, lambda sample: sample.quarantine_reason is not null) as quarantined_samples
+        {{ series_columns }},
+        {{ list_where('checked_samples', 'sample', 'sample.quarantine_reason is null') }} as valid_samples,
+        {{ list_where('checked_samples', 'sample', 'sample.quarantine_reason is not null') }} as quarantined_samples
     from samples_checked
 
 ),
@@ -135,20 +153,17 @@ final as (
         gpu_instance_profile,
         hpc_job,
         series_quarantine_reason,
-        cast(len(valid_samples) as bigint) as sample_count,
-        list_min(list_transform(valid_samples, lambda sample: sample.sampled_epoch)) as first_sampled_epoch,
-        list_max(list_transform(valid_samples, lambda sample: sample.sampled_epoch)) as last_sampled_epoch,
-        list_transform(valid_samples, lambda sample: sample.sampled_epoch) as sampled_epochs,
-        list_transform(valid_samples, lambda sample: sample.sample_value) as sample_values,
-        list_transform(
-            quarantined_samples,
-            lambda sample: struct_pack(
-                sampled_epoch := sample.sampled_epoch,
-                sample_value := sample.sample_value,
-                sample_value_raw := sample.sample_value_raw,
-                quarantine_reason := sample.quarantine_reason
-            )
-        ) as quarantined_samples
+        cast({{ list_size('valid_samples') }} as bigint) as sample_count,
+        {{ list_min(list_map('valid_samples', 'sample', 'sample.sampled_epoch')) }} as first_sampled_epoch,
+        {{ list_max(list_map('valid_samples', 'sample', 'sample.sampled_epoch')) }} as last_sampled_epoch,
+        {{ list_map('valid_samples', 'sample', 'sample.sampled_epoch') }} as sampled_epochs,
+        {{ list_map('valid_samples', 'sample', 'sample.sample_value') }} as sample_values,
+        {{ list_map('quarantined_samples', 'sample', struct_of([
+            ('sampled_epoch', 'sample.sampled_epoch'),
+            ('sample_value', 'sample.sample_value'),
+            ('sample_value_raw', 'sample.sample_value_raw'),
+            ('quarantine_reason', 'sample.quarantine_reason'),
+        ])) }} as quarantined_samples
     from split
 
 )

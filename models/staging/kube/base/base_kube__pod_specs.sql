@@ -5,27 +5,13 @@
 -- fields kube-state-metrics does not export (container command, args, workingDir; mounted volume claims).
 -- No file (the source is optional) gives an empty table with the same columns.
 {%- set files = landing_files('inventory/kube/**/*.json') + landing_files('inventory/kube/**/*.json.gz') %}
-{%- set container_type = 'struct(name varchar, image varchar, command varchar[], args varchar[], '
-    ~ 'workingDir varchar)[]' %}
-{%- set volume_type = 'struct(name varchar, persistentVolumeClaim struct(claimName varchar))[]' %}
-{%- set pod_type = 'struct(metadata struct(name varchar, namespace varchar, uid varchar), spec struct(containers '
-    ~ container_type ~ ', volumes ' ~ volume_type ~ '))' %}
+{%- set types = kube_pod_spec_types() %}
 {%- if files %}
 with
 
 snapshots as (
 
-    select
-        filename,
-        unnest(items) as pod_object
-    from read_json(
-        {{ sql_string_list(files) }},
-        format = 'auto',
-        filename = true,
-        maximum_object_size = 268435456,
-        columns = {kind: 'varchar', items: '{{ pod_type }}[]'}
-    )
-    where kind in ('List', 'PodList')
+    {{ read_kube_pod_lists(files) }}
 
 )
 
@@ -40,12 +26,12 @@ select
 from snapshots
 {%- else %}
     select
-        cast(null as varchar) as filename,
-        cast(null as varchar) as cluster_id,
-        cast(null as varchar) as namespace,
-        cast(null as varchar) as pod,
-        cast(null as varchar) as uid,
-        cast(null as {{ container_type }}) as containers,
-        cast(null as {{ volume_type }}) as volumes
+        cast(null as string) as filename,
+        cast(null as string) as cluster_id,
+        cast(null as string) as namespace,
+        cast(null as string) as pod,
+        cast(null as string) as uid,
+        cast(null as {{ types.containers }}) as containers,
+        cast(null as {{ types.volumes }}) as volumes
     where false
 {%- endif %}

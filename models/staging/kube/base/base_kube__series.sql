@@ -1,5 +1,6 @@
+{#- spark target: a table rebuilt from every file each run (delete+insert is DuckDB's; merge needs Delta) -#}
 {{ config(
-    materialized='incremental',
+    materialized='incremental' if target.type != 'spark' else 'table',
     unique_key='source_file',
     incremental_strategy='delete+insert',
     on_schema_change='fail',
@@ -13,6 +14,21 @@
 -- base_dcgm__series.
 -- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
 -- noqa: disable=RF03
+{%- set series_columns -%}
+    source_file, source_file_size, source_file_modified_at, metric_name, cluster_id, labels, is_file_without_series
+{%- endset %}
+{%- set kube_sample_check -%}
+    case
+                    when
+                        sample.sample_value is null or {{ is_not_finite('sample.sample_value') }}
+                        then 'non-numeric sample value: ' || coalesce(sample.sample_value_raw, '<null>')
+                    when sample.sample_value < 0 then 'negative value: ' || sample.sample_value_raw
+                    when
+                        sample.sampled_epoch < {{ var('gpucost_min_epoch') }}
+                        or sample.sampled_epoch > {{ var('gpucost_max_epoch') }}
+                        then 'timestamp out of range: ' || cast(sample.sampled_epoch as string)
+                end
+{%- endset %}
 with
 
 source as (
@@ -31,14 +47,11 @@ labelled as (
         {{ prom_cluster('metrics/kube') }} as cluster_id,
         labels,
         labels is null as is_file_without_series,
-        list_transform(
-            coalesce(samples, []),
-            lambda sample: struct_pack(
-                sampled_epoch := cast(round(cast(sample[1] as double)) as bigint),
-                sample_value := try_cast(sample[2] as double),
-                sample_value_raw := sample[2]
-            )
-        ) as parsed_samples
+        {{ list_map('coalesce(samples, ' ~ array_of([]) ~ ')', 'sample', struct_of([
+            ('sampled_epoch', 'cast(round(cast(' ~ list_item('sample', 1) ~ ' as double)) as bigint)'),
+            ('sample_value', 'try_cast(' ~ list_item('sample', 2) ~ ' as double)'),
+            ('sample_value_raw', list_item('sample', 2)),
+        ])) }} as parsed_samples
     from source
 
 ),
@@ -46,25 +59,13 @@ labelled as (
 samples_checked as (
 
     select
-        * exclude (parsed_samples),
-        list_transform(
-            parsed_samples,
-            lambda sample: struct_pack(
-                sampled_epoch := sample.sampled_epoch,
-                sample_value := sample.sample_value,
-                sample_value_raw := sample.sample_value_raw,
-                quarantine_reason := case
-                    when
-                        sample.sample_value is null or isnan(sample.sample_value) or isinf(sample.sample_value)
-                        then 'non-numeric sample value: ' || coalesce(sample.sample_value_raw, '<null>')
-                    when sample.sample_value < 0 then 'negative value: ' || sample.sample_value_raw
-                    when
-                        sample.sampled_epoch < {{ var('gpucost_min_epoch') }}
-                        or sample.sampled_epoch > {{ var('gpucost_max_epoch') }}
-                        then 'timestamp out of range: ' || cast(sample.sampled_epoch as varchar)
-                end
-            )
-        ) as checked_samples
+        {{ series_columns }},
+        {{ list_map('parsed_samples', 'sample', struct_of([
+            ('sampled_epoch', 'sample.sampled_epoch'),
+            ('sample_value', 'sample.sample_value'),
+            ('sample_value_raw', 'sample.sample_value_raw'),
+            ('quarantine_reason', kube_sample_check),
+        ])) }} as checked_samples
     from labelled
 
 ),
@@ -72,9 +73,9 @@ samples_checked as (
 split as (
 
     select
-        * exclude (checked_samples),
-        list_filter(checked_samples, lambda sample: sample.quarantine_reason is null) as valid_samples,
-        list_filter(checked_samples, lambda sample: sample.quarantine_reason is not null) as quarantined_samples
+        {{ series_columns }},
+        {{ list_where('checked_samples', 'sample', 'sample.quarantine_reason is null') }} as valid_samples,
+        {{ list_where('checked_samples', 'sample', 'sample.quarantine_reason is not null') }} as quarantined_samples
     from samples_checked
 
 ),
@@ -90,26 +91,23 @@ final as (
         metric_name,
         cluster_id,
         labels,
-        cast(len(valid_samples) as bigint) as sample_count,
-        list_min(list_transform(valid_samples, lambda sample: sample.sampled_epoch)) as first_sampled_epoch,
-        list_max(list_transform(valid_samples, lambda sample: sample.sampled_epoch)) as last_sampled_epoch,
-        list_max(list_transform(valid_samples, lambda sample: sample.sample_value)) as max_sample_value,
+        cast({{ list_size('valid_samples') }} as bigint) as sample_count,
+        {{ list_min(list_map('valid_samples', 'sample', 'sample.sampled_epoch')) }} as first_sampled_epoch,
+        {{ list_max(list_map('valid_samples', 'sample', 'sample.sampled_epoch')) }} as last_sampled_epoch,
+        {{ list_max(list_map('valid_samples', 'sample', 'sample.sample_value')) }} as max_sample_value,
         case
             when metric_name in ({{ kube_metrics_with_samples() }})
-                then list_transform(valid_samples, lambda sample: sample.sampled_epoch)
+                then {{ list_map('valid_samples', 'sample', 'sample.sampled_epoch') }}
         end as sampled_epochs,
         case
             when metric_name in ({{ kube_metrics_with_samples() }})
-                then list_transform(valid_samples, lambda sample: sample.sample_value)
+                then {{ list_map('valid_samples', 'sample', 'sample.sample_value') }}
         end as sample_values,
-        list_transform(
-            quarantined_samples,
-            lambda sample: struct_pack(
-                sampled_epoch := sample.sampled_epoch,
-                sample_value_raw := sample.sample_value_raw,
-                quarantine_reason := sample.quarantine_reason
-            )
-        ) as quarantined_samples
+        {{ list_map('quarantined_samples', 'sample', struct_of([
+            ('sampled_epoch', 'sample.sampled_epoch'),
+            ('sample_value_raw', 'sample.sample_value_raw'),
+            ('quarantine_reason', 'sample.quarantine_reason'),
+        ])) }} as quarantined_samples
     from split
 
 )

@@ -1,0 +1,500 @@
+"""The allocation core written once for lazy engines (narwhals): DuckDB relations, PySpark
+DataFrames.
+
+The same functions as :mod:`gpucost.allocation` (GPU-hour proration of node lines, idle spreading)
+and :mod:`gpucost.storage` (volume lines by claim-holding time), as lazy narwhals plans, so they run
+where the data is: on a DuckDB relation on one machine, on a PySpark DataFrame on a cluster
+(dbt-databricks Python models), never collected into Python rows.
+
+Money is exact and never float. An amount enters and leaves as two ``Int64`` columns,
+``<name>_whole`` (the amount truncated toward zero) and ``<name>_frac`` (the rest in 1e-18 units,
+same sign), i.e. the ``DECIMAL(38, 18)`` value ``whole + frac * 1e-18``; :func:`money_columns` and
+:func:`money_value` convert at the boundary. Splitting is :func:`gpucost.money.split_exact` (largest
+remainder in 1e-18 units, ties by key) done by long division on base-1000 limbs, so no product
+overflows 64 bits, and the only divisions are of an integer by a divisor of it whose quotient is
+exactly representable in double precision (below 2**53, or a small multiple of a power of ten):
+engines that divide in double precision (narwhals on Spark) still do them exactly. This bounds a
+split's total weight (:data:`MAX_TOTAL_WEIGHT`, about 52,000 GPU-days in milliseconds) and an
+amount's magnitude (9.2e18).
+
+Invariant (as in gpucost.allocation, tested on both engines against it): for every input line or
+idle row the returned rows' amounts and ratios sum exactly to the input's, and equal the row core's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+import narwhals as nw
+
+from gpucost.money import MONEY_SCALE, from_units, to_units
+
+BASE = 1000
+"""Limb base: amounts are split as base-1000 digits."""
+
+LIMBS = 13
+"""Digits of an amount: 6 for the 1e-18 fraction, 7 for the whole part (below 1e21 > 2**63)."""
+
+FRACTION_LIMBS = MONEY_SCALE // 3
+
+MAX_TOTAL_WEIGHT = 2**53 // (2 * BASE)
+"""The largest total weight a split may have (long-division steps stay below 2**53)."""
+
+MONEY_PARTS = ("whole", "frac")
+_FRAC_UNIT = 10**MONEY_SCALE
+
+
+def money_columns(amount: Decimal | int | str) -> tuple[int, int]:
+    """An exact amount as the (whole, frac) integer pair the lazy core reads."""
+    units = to_units(amount)
+    sign = -1 if units < 0 else 1
+    whole, frac = divmod(abs(units), _FRAC_UNIT)
+    return sign * whole, sign * frac
+
+
+def money_value(whole: int, frac: int) -> Decimal:
+    """The exact ``Decimal`` of a (whole, frac) pair."""
+    return from_units(int(whole) * _FRAC_UNIT + int(frac))
+
+
+def _exact_div(expr: nw.Expr, divisor: nw.Expr | int) -> nw.Expr:
+    """``expr // divisor`` for non-negative integers when ``expr`` is a multiple of ``divisor`` and
+    the quotient times the divisor's odd part stays below 2**53 (true division is then exact)."""
+    return (expr / divisor).round(0).cast(nw.Int64)
+
+
+def _limbs(value: nw.Expr, count: int, prefix: str) -> list[nw.Expr]:
+    """Base-1000 digits of a non-negative Int64 (least significant first)."""
+    out = []
+    for i in range(count):
+        high = value % (BASE ** (i + 1)) if i + 1 < 7 else value
+        low = value % (BASE**i) if i else nw.lit(0, nw.Int64)
+        out.append(_exact_div(high - low, BASE**i).alias(f"{prefix}{i}"))
+    return out
+
+
+def _split_money(
+    rows: nw.LazyFrame, money: Sequence[str], line_key: str, tie_key: str, weight: str, total: str
+) -> nw.LazyFrame:
+    """Replace ``<m>_whole`` / ``<m>_frac`` (each line's amount, on each of its weight rows) by the
+    row's exact share, for every name in ``money``.
+
+    ``rows``: one row per (line, key) with ``weight`` (> 0) and ``total`` (the line's weight total).
+    Largest remainder per line and amount, ties by ``tie_key`` ascending. All amounts go through
+    each step together, so the plan's depth does not grow with their number.
+    """
+    pres = {m: f"_{m}_" for m in money}
+
+    def each(make) -> list[nw.Expr]:
+        return [expr for m in money for expr in make(m, pres[m])]
+
+    rows = rows.with_columns(
+        *each(
+            lambda m, pre: [
+                nw.when((nw.col(f"{m}_whole") < 0) | (nw.col(f"{m}_frac") < 0))
+                .then(nw.lit(-1))
+                .otherwise(nw.lit(1))
+                .cast(nw.Int64)
+                .alias(pre + "sign")
+            ]
+        )
+    )
+    rows = rows.with_columns(
+        *each(
+            lambda m, pre: [
+                *_limbs(nw.col(f"{m}_frac").abs(), FRACTION_LIMBS, pre + "l"),
+                *[
+                    expr.alias(f"{pre}l{i + FRACTION_LIMBS}")
+                    for i, expr in enumerate(
+                        _limbs(nw.col(f"{m}_whole").abs(), LIMBS - FRACTION_LIMBS, "_")
+                    )
+                ],
+            ]
+        )
+    )
+    # long division of amount x weight by the total, digit by digit from the top; the carry is the
+    # remainder, so the last one is the row's remainder for the largest-remainder step
+    for i in reversed(range(LIMBS)):
+
+        def divide(m: str, pre: str, i: int = i) -> list[nw.Expr]:
+            carry = nw.lit(0, nw.Int64) if i == LIMBS - 1 else nw.col(pre + "carry")
+            step = carry * BASE + nw.col(f"{pre}l{i}") * nw.col(weight)
+            remainder = step % nw.col(total)
+            return [
+                _exact_div(step - remainder, nw.col(total)).alias(f"{pre}q{i}"),
+                remainder.alias(pre + "carry"),
+            ]
+
+        rows = rows.with_columns(*each(divide))
+    # units left after the floors, per line: Horner over the limb differences (stays small)
+    sums = rows.group_by(line_key).agg(
+        *each(
+            lambda m, pre: [
+                nw.col(f"{pre}q{i}").sum().cast(nw.Int64).alias(f"{pre}s{i}") for i in range(LIMBS)
+            ]
+        )
+    )
+    rows = rows.join(sums, on=line_key, how="left")
+
+    def left_units(m: str, pre: str) -> list[nw.Expr]:
+        left: nw.Expr = nw.lit(0, nw.Int64)
+        for i in reversed(range(LIMBS)):
+            left = left * BASE + (nw.col(f"{pre}l{i}") - nw.col(f"{pre}s{i}"))
+        return [left.alias(pre + "left")]
+
+    rows = rows.with_columns(*each(left_units))
+    rows = rows.with_columns(
+        *each(lambda m, pre: [(-nw.col(pre + "carry")).alias(pre + "neg_rem")])
+    )
+    rows = rows.with_columns(
+        *each(
+            lambda m, pre: [
+                nw.col(pre + "neg_rem")
+                .cum_count()
+                .over(line_key, order_by=[pre + "neg_rem", tie_key])
+                .alias(pre + "rank")
+            ]
+        )
+    )
+    rows = rows.with_columns(
+        *each(
+            lambda m, pre: [
+                (
+                    nw.col(f"{pre}q0")
+                    + nw.when(nw.col(pre + "rank") <= nw.col(pre + "left")).then(1).otherwise(0)
+                )
+                .cast(nw.Int64)
+                .alias(f"{pre}q0")
+            ]
+        )
+    )
+
+    # back to (whole, frac): the fraction digits' sum stays below 2.002e18 and carries at most 2
+    # whole units; each whole digit's term is at most the amount itself, so nothing overflows
+    def whole_and_frac(m: str, pre: str) -> list[nw.Expr]:
+        frac_units = sum(
+            (nw.col(f"{pre}q{i}") * BASE**i for i in range(1, FRACTION_LIMBS)), nw.col(f"{pre}q0")
+        )
+        whole_units = sum(
+            (
+                nw.col(f"{pre}q{i}") * BASE ** (i - FRACTION_LIMBS)
+                for i in range(FRACTION_LIMBS + 1, LIMBS)
+            ),
+            nw.col(f"{pre}q{FRACTION_LIMBS}"),
+        )
+        return [whole_units.alias(pre + "w"), frac_units.alias(pre + "f")]
+
+    rows = rows.with_columns(*each(whole_and_frac))
+
+    def signed(m: str, pre: str) -> list[nw.Expr]:
+        frac = nw.col(pre + "f") % _FRAC_UNIT
+        whole = nw.col(pre + "w") + _exact_div(nw.col(pre + "f") - frac, _FRAC_UNIT)
+        return [
+            (whole * nw.col(pre + "sign")).cast(nw.Int64).alias(f"{m}_whole"),
+            (frac * nw.col(pre + "sign")).cast(nw.Int64).alias(f"{m}_frac"),
+        ]
+
+    rows = rows.with_columns(*each(signed))
+    scratch = tuple(pres.values())
+    return rows.drop([c for c in rows.collect_schema().names() if c.startswith(scratch)])
+
+
+def split_lines(
+    lines: nw.LazyFrame,
+    weights: nw.LazyFrame,
+    *,
+    line_key: str,
+    tie_key: str,
+    money: Sequence[str],
+) -> nw.LazyFrame:
+    """Split each line's amounts across its weight rows exactly (largest remainder, ties by
+    tie_key).
+
+    ``lines``: ``line_key`` and ``<m>_whole`` / ``<m>_frac`` for each name in ``money``.
+    ``weights``: ``line_key``, ``tie_key``, other key columns, and ``weight`` (Int64, > 0; rows with
+    a non-positive weight are dropped). Returns one row per weight row with its shares; a line
+    without weight rows returns nothing (the callers route it to an unallocated or visible row).
+    """
+    weights = weights.filter(nw.col("weight") > 0)
+    totals = weights.group_by(line_key).agg(
+        nw.col("weight").sum().cast(nw.Int64).alias("_total_weight")
+    )
+    check_weight_bound(weights, line_key)
+    rows = weights.join(lines, on=line_key, how="inner").join(totals, on=line_key, how="inner")
+    rows = _split_money(rows, money, line_key, tie_key, "weight", "_total_weight")
+    return rows.drop("_total_weight")
+
+
+def check_weight_bound(weights: nw.LazyFrame, line_key: str) -> None:
+    """Fail clearly when a line's total weight is beyond the exact long division's bound."""
+    biggest = (
+        weights.filter(nw.col("weight") > 0)
+        .group_by(line_key)
+        .agg(nw.col("weight").sum().alias("total"))
+        .select(nw.col("total").max())
+        .collect()
+        .item()
+    )
+    if biggest is not None and int(biggest) > MAX_TOTAL_WEIGHT:
+        raise ValueError(
+            f"a split's total weight {biggest} exceeds {MAX_TOTAL_WEIGHT}; use gpucost.allocation"
+        )
+
+
+def _tie(*columns: str) -> nw.Expr:
+    """The row core's tie-break: ``repr`` of the key tuple (keys without quotes or backslashes)."""
+    parts: list[Any] = [nw.lit("(")]
+    for i, column in enumerate(columns):
+        parts += [nw.lit("'"), nw.col(column), nw.lit("'")]
+        parts.append(nw.lit(", " if i + 1 < len(columns) else ("," if len(columns) == 1 else "")))
+    parts.append(nw.lit(")"))
+    return nw.concat_str(parts)
+
+
+def _ratio_one(frame: nw.LazyFrame) -> nw.LazyFrame:
+    return frame.with_columns(
+        nw.lit(1, nw.Int64).alias("allocation_ratio_whole"),
+        nw.lit(0, nw.Int64).alias("allocation_ratio_frac"),
+    )
+
+
+MONEY = ("billed_cost", "effective_cost", "allocation_ratio")
+
+
+def prorate_node_lines(
+    lines: nw.LazyFrame, usages: nw.LazyFrame, basis: str = "requested"
+) -> nw.LazyFrame:
+    """Lazy :func:`gpucost.allocation.prorate_node_lines` (without ``utilised_cost``).
+
+    ``lines``: ``charge_id``, ``billed_cost_whole`` / ``_frac``, ``effective_cost_whole`` /
+    ``_frac``, ``capacity_gpu_ms``. ``usages``: ``charge_id``, ``workload_id``,
+    ``requested_gpu_ms``, ``used_gpu_ms``. Returns ``charge_id``, ``workload_id`` (null for idle /
+    unallocated), ``allocation_kind``, ``unallocated_reason``, ``allocation_basis``,
+    ``basis_gpu_ms``, ``used_gpu_ms`` and the three amounts as whole / frac pairs. Each line's rows
+    sum to it exactly.
+    """
+    if basis not in ("requested", "used", "max"):
+        raise ValueError(f"unknown allocation basis {basis!r}")
+    requested = nw.col("requested_gpu_ms").fill_null(0).cast(nw.Int64)
+    used = nw.col("used_gpu_ms").fill_null(0).cast(nw.Int64)
+    weight = {
+        "requested": requested,
+        "used": used,
+        "max": nw.max_horizontal(requested, used),
+    }[basis]
+    workloads = (
+        usages.with_columns(weight.alias("_w"), used.alias("_used"))
+        .filter(nw.col("_w") > 0)
+        .group_by("charge_id", "workload_id")
+        .agg(
+            nw.col("_w").sum().cast(nw.Int64).alias("weight"),
+            nw.col("_used").sum().cast(nw.Int64).alias("used_gpu_ms"),
+        )
+        .with_columns(nw.col("workload_id").cast(nw.String))
+    )
+    used_total = workloads.group_by("charge_id").agg(
+        nw.col("weight").sum().cast(nw.Int64).alias("_taken")
+    )
+    lines = _ratio_one(lines).join(used_total, on="charge_id", how="left")
+    capacity = nw.col("capacity_gpu_ms").fill_null(0).cast(nw.Int64)
+    lines = lines.with_columns(
+        nw.max_horizontal(capacity - nw.col("_taken").fill_null(0), nw.lit(0))
+        .cast(nw.Int64)
+        .alias("_idle"),
+        nw.col("_taken").fill_null(0).cast(nw.Int64).alias("_taken"),
+    )
+    idle = lines.filter(nw.col("_idle") > 0).select(
+        "charge_id",
+        nw.lit(None, nw.String).alias("workload_id"),
+        nw.col("_idle").alias("weight"),
+        nw.lit(0, nw.Int64).alias("used_gpu_ms"),
+    )
+    weights = nw.concat([workloads.select(idle.collect_schema().names()), idle], how="vertical")
+    weights = weights.with_columns(
+        nw.when(nw.col("workload_id").is_null())
+        .then(nw.lit("('~idle',)"))
+        .otherwise(_tie("workload_id"))
+        .alias("_tie")
+    )
+    money_cols = [f"{m}_{p}" for m in MONEY for p in MONEY_PARTS]
+    split = split_lines(
+        lines.select("charge_id", *money_cols),
+        weights,
+        line_key="charge_id",
+        tie_key="_tie",
+        money=MONEY,
+    ).select(
+        "charge_id",
+        "workload_id",
+        nw.when(nw.col("workload_id").is_null())
+        .then(nw.lit("idle"))
+        .otherwise(nw.lit("usage"))
+        .alias("allocation_kind"),
+        nw.lit(None, nw.String).alias("unallocated_reason"),
+        nw.lit(basis).alias("allocation_basis"),
+        nw.col("weight").cast(nw.Int64).alias("basis_gpu_ms"),
+        nw.col("used_gpu_ms").cast(nw.Int64).alias("used_gpu_ms"),
+        *money_cols,
+    )
+    unallocated = lines.filter((nw.col("_taken") + nw.col("_idle")) == 0).select(
+        "charge_id",
+        nw.lit(None, nw.String).alias("workload_id"),
+        nw.lit("unallocated").alias("allocation_kind"),
+        nw.lit("no_gpu_telemetry").alias("unallocated_reason"),
+        nw.lit(basis).alias("allocation_basis"),
+        nw.lit(0, nw.Int64).alias("basis_gpu_ms"),
+        nw.lit(0, nw.Int64).alias("used_gpu_ms"),
+        *money_cols,
+    )
+    return nw.concat([split, unallocated], how="vertical")
+
+
+def spread_idle(
+    idle_rows: nw.LazyFrame,
+    idle_scopes: nw.LazyFrame,
+    weights: nw.LazyFrame,
+    policy: str = "proportional",
+) -> nw.LazyFrame:
+    """Lazy :func:`gpucost.allocation.spread_idle` for the ``proportional``, ``platform`` and
+    ``visible`` policies.
+
+    ``idle_rows``: ``charge_id`` and the three amounts as whole / frac pairs (``allocation_ratio``
+    is the idle row's share of its line). ``idle_scopes``: ``charge_id``, ``scope_rank`` (1 =
+    narrowest), ``scope_key`` (the row core's ``scope_keys`` list, one row each). ``weights``:
+    ``scope_key``, ``workload_id``, ``owner_key``, ``weight``. Each idle row goes to its first scope
+    with a positive weight, in proportion; with none it stays visible (``recipient`` = ``unowned``)
+    with the reason ``no_active_workload_in_scope``. Returns ``charge_id``, ``workload_id``,
+    ``recipient``, ``scope_key``, ``idle_policy``, ``idle_reason`` and the amounts; rows sum exactly
+    to each idle row.
+    """
+    if policy not in ("proportional", "platform", "visible"):
+        raise ValueError(
+            f"lazy spread_idle supports proportional, platform, visible; not {policy!r}"
+        )
+    money_cols = [f"{m}_{p}" for m in MONEY for p in MONEY_PARTS]
+    kept = idle_rows.select("charge_id", *money_cols)
+    out_columns = ["charge_id", "workload_id", "recipient", "scope_key", "idle_policy"]
+
+    def whole_rows(frame: nw.LazyFrame, recipient: str, reason: str | None) -> nw.LazyFrame:
+        return frame.select(
+            "charge_id",
+            nw.lit(None, nw.String).alias("workload_id"),
+            nw.lit(recipient).alias("recipient"),
+            nw.lit(None, nw.String).alias("scope_key"),
+            nw.lit(policy).alias("idle_policy"),
+            nw.lit(reason, nw.String).alias("idle_reason"),
+            *money_cols,
+        )
+
+    if policy in ("platform", "visible"):
+        return whole_rows(kept, "platform" if policy == "platform" else "unowned", None)
+    active = (
+        weights.with_columns(nw.col("weight").cast(nw.Int64))
+        .filter(nw.col("weight") > 0)
+        .group_by("scope_key", "owner_key", "workload_id")
+        .agg(nw.col("weight").sum().cast(nw.Int64))
+    )
+    active_scopes = active.select("scope_key").unique()
+    chosen = (
+        idle_scopes.join(active_scopes, on="scope_key", how="inner")
+        .group_by("charge_id")
+        .agg(nw.col("scope_rank").min())
+        .join(idle_scopes, on=["charge_id", "scope_rank"], how="inner")
+        .select("charge_id", "scope_key")
+    )
+    idle_weights = chosen.join(active, on="scope_key", how="inner").with_columns(
+        _tie("owner_key", "workload_id").alias("_tie")
+    )
+    spread = split_lines(
+        kept, idle_weights, line_key="charge_id", tie_key="_tie", money=MONEY
+    ).select(
+        "charge_id",
+        "workload_id",
+        nw.lit("workload").alias("recipient"),
+        "scope_key",
+        nw.lit(policy).alias("idle_policy"),
+        nw.lit(None, nw.String).alias("idle_reason"),
+        *money_cols,
+    )
+    stranded = kept.join(chosen, on="charge_id", how="anti")
+    del out_columns
+    return nw.concat(
+        [spread, whole_rows(stranded, "unowned", "no_active_workload_in_scope")], how="vertical"
+    )
+
+
+VOLUME_CLAIM_BASIS = "volume_claim"
+
+
+def _text(column: str) -> nw.Expr:
+    """A text column, null when empty (the row core's truthiness)."""
+    return nw.when(nw.col(column).fill_null("") != "").then(nw.col(column).cast(nw.String))
+
+
+def allocate_volume_lines(lines: nw.LazyFrame, mounts: nw.LazyFrame) -> nw.LazyFrame:
+    """Lazy :func:`gpucost.storage.allocate_volume_lines`: each volume line split over the pods that
+    held its claim, by claim-holding milliseconds; a line nobody held stays whole (unallocated).
+
+    ``lines``: ``charge_id``, ``billed_cost_whole`` / ``_frac``, ``effective_cost_whole`` /
+    ``_frac``, ``claim_ids``, ``persistent_volume_ids``, ``volume_key`` (text, may be null).
+    ``mounts``: ``charge_id``, ``workload_id``, ``mounted_ms``. Returns ``charge_id``,
+    ``workload_id``, ``allocation_kind``, ``unallocated_reason``, ``allocation_basis``,
+    ``mounted_ms`` and the three amounts as whole / frac pairs; each line's rows sum to it exactly
+    (ratio 1), ties by workload id as in the row core.
+    """
+    negative = mounts.filter(nw.col("mounted_ms") < 0).select(nw.len()).collect().item()
+    if negative:
+        raise ValueError(f"{negative} mount rows with a negative mounted_ms")
+    held = (
+        mounts.filter(~nw.col("workload_id").is_null())
+        .with_columns(nw.col("mounted_ms").fill_null(0).cast(nw.Int64))
+        .filter(nw.col("mounted_ms") > 0)
+        .group_by("charge_id", "workload_id")
+        .agg(nw.col("mounted_ms").sum().cast(nw.Int64).alias("weight"))
+        .with_columns(
+            nw.col("workload_id").cast(nw.String),
+            # repr of the workload id, the row core's tie-break (ids without quotes or backslashes)
+            nw.concat_str([nw.lit("'"), nw.col("workload_id"), nw.lit("'")]).alias("_tie"),
+        )
+    )
+    money_cols = [f"{m}_{p}" for m in MONEY for p in MONEY_PARTS]
+    kept = _ratio_one(lines)
+    split = split_lines(
+        kept.select("charge_id", *money_cols),
+        held,
+        line_key="charge_id",
+        tie_key="_tie",
+        money=MONEY,
+    ).select(
+        "charge_id",
+        "workload_id",
+        nw.lit("usage").alias("allocation_kind"),
+        nw.lit(None, nw.String).alias("unallocated_reason"),
+        nw.lit(VOLUME_CLAIM_BASIS).alias("allocation_basis"),
+        nw.col("weight").cast(nw.Int64).alias("mounted_ms"),
+        *money_cols,
+    )
+    reason = (
+        nw.when(~_text("claim_ids").is_null())
+        .then(nw.concat_str([nw.lit("volume_without_pod: "), _text("claim_ids")]))
+        .otherwise(
+            nw.concat_str(
+                [
+                    nw.lit("volume_without_claim: "),
+                    nw.coalesce(_text("persistent_volume_ids"), _text("volume_key"), nw.lit("?")),
+                ]
+            )
+        )
+    )
+    unheld = kept.join(held.select("charge_id").unique(), on="charge_id", how="anti").select(
+        "charge_id",
+        nw.lit(None, nw.String).alias("workload_id"),
+        nw.lit("unallocated").alias("allocation_kind"),
+        reason.alias("unallocated_reason"),
+        nw.lit(VOLUME_CLAIM_BASIS).alias("allocation_basis"),
+        nw.lit(0, nw.Int64).alias("mounted_ms"),
+        *money_cols,
+    )
+    return nw.concat([split, unheld], how="vertical")

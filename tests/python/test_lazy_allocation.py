@@ -1,0 +1,426 @@
+"""The lazy (narwhals) allocation core on DuckDB and on local PySpark: identical to the row core.
+
+Every check runs on both engines; on PySpark fewer plans: the row-core comparison of the allocation
+bases for max only (all three on DuckDB), with the golden hour and the line without telemetry in it. Results are compared exactly (Decimal money) with gpucost.allocation and
+gpucost.storage, which the golden fixtures and property tests in test_allocation.py / test_storage.py
+pin down.
+Set GPUCOST_REQUIRE_SPARK=1 (scripts/test.sh does) to fail rather than skip without pyspark.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import defaultdict
+from decimal import Decimal
+
+import duckdb
+import narwhals as nw
+import pyarrow as pa
+import pytest
+
+from gpucost import allocation, lazy_allocation, storage
+from gpucost.lazy_allocation import money_columns, money_value
+
+D = Decimal
+
+pytestmark = pytest.mark.xdist_group("spark")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    if os.environ.get("GPUCOST_REQUIRE_SPARK") == "1":
+        import pyspark  # noqa: F401
+    pyspark_sql = pytest.importorskip("pyspark.sql", reason="pip install -e '.[spark]'")
+    session = (
+        pyspark_sql.SparkSession.builder.master("local[1]")
+        .appName("gpucost-lazy-allocation-tests")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        # the long-division plans have many aliased expressions: constraint propagation is
+        # exponential in them (as for the spark target, profiles.yml)
+        .config("spark.sql.constraintPropagation.enabled", "false")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(params=["duckdb", "pyspark"])
+def engine(request):
+    """Turns a pyarrow table into a narwhals LazyFrame on the engine under test."""
+    if request.param == "duckdb":
+        con = duckdb.connect()
+        yield lambda table: nw.from_native(con.from_arrow(table))
+        con.close()
+    else:
+        session = request.getfixturevalue("spark")
+        yield lambda table: nw.from_native(session.createDataFrame(table))
+
+
+def _money_table(rows: list[dict], money: tuple[str, ...], schema: dict[str, pa.DataType]):
+    columns: dict[str, list] = {name: [] for name in schema}
+    for name in money:
+        columns[f"{name}_whole"] = []
+        columns[f"{name}_frac"] = []
+    for row in rows:
+        for name in schema:
+            columns[name].append(row.get(name))
+        for name in money:
+            whole, frac = money_columns(row[name])
+            columns[f"{name}_whole"].append(whole)
+            columns[f"{name}_frac"].append(frac)
+    fields = [(n, t) for n, t in schema.items()]
+    fields += [(f"{n}_{p}", pa.int64()) for n in money for p in ("whole", "frac")]
+    return pa.table(columns, schema=pa.schema(fields))
+
+
+def _collect(frame: nw.LazyFrame, money: tuple[str, ...]) -> list[dict]:
+    rows = frame.collect(backend="pyarrow").to_native().to_pylist()
+    out = []
+    for row in rows:
+        for name in money:
+            row[name] = money_value(row.pop(f"{name}_whole"), row.pop(f"{name}_frac"))
+        out.append(row)
+    return out
+
+
+LINE_SCHEMA = {"charge_id": pa.string(), "capacity_gpu_ms": pa.int64()}
+USAGE_SCHEMA = {
+    "charge_id": pa.string(),
+    "workload_id": pa.string(),
+    "requested_gpu_ms": pa.int64(),
+    "used_gpu_ms": pa.int64(),
+}
+PRORATE_FIELDS = (
+    "charge_id",
+    "workload_id",
+    "allocation_kind",
+    "unallocated_reason",
+    "allocation_basis",
+    "basis_gpu_ms",
+    "used_gpu_ms",
+    "billed_cost",
+    "effective_cost",
+    "allocation_ratio",
+)
+
+
+def _lazy_prorate(engine, lines, usages, basis):
+    lines_frame = engine(_money_table(lines, ("billed_cost", "effective_cost"), LINE_SCHEMA))
+    usages_frame = engine(_money_table(usages, (), USAGE_SCHEMA))
+    result = lazy_allocation.prorate_node_lines(lines_frame, usages_frame, basis)
+    return _collect(result, lazy_allocation.MONEY)
+
+
+def _key(row):
+    return (row["charge_id"], row["workload_id"] or "", row["allocation_kind"])
+
+
+def _expected_prorate(lines, usages, basis):
+    rows = allocation.prorate_node_lines(lines, usages, basis)
+    return sorted(({f: r[f] for f in PRORATE_FIELDS} for r in rows), key=_key)
+
+
+# 8 GPUs for one hour; train holds 4 GPUs all hour, nb 1 GPU half an hour: 3.5 GPU-hours idle
+GOLDEN_LINE = {
+    "charge_id": "c1",
+    "billed_cost": D("98.32"),
+    "effective_cost": D("86.5216"),
+    "capacity_gpu_ms": 8 * 3_600_000,
+}
+GOLDEN_USAGES = [
+    {"charge_id": "c1", "workload_id": "train", "requested_gpu_ms": 14_400_000, "used_gpu_ms": 10},
+    {"charge_id": "c1", "workload_id": "nb", "requested_gpu_ms": 1_800_000, "used_gpu_ms": 0},
+]
+NO_TELEMETRY_LINE = {
+    "charge_id": "c9",
+    "billed_cost": D("-12.5"),
+    "effective_cost": D("0"),
+    "capacity_gpu_ms": 0,
+}
+
+
+def _assert_golden(rows: list[dict]) -> None:
+    golden = {r["workload_id"]: r for r in rows if r["charge_id"] == "c1"}
+    assert golden["train"]["billed_cost"] == D("49.16")
+    assert golden["nb"]["billed_cost"] == D("6.145")
+    assert golden[None]["allocation_kind"] == "idle"
+    assert golden[None]["billed_cost"] == D("43.015")
+    assert golden[None]["allocation_ratio"] == D("0.4375")
+    assert sum(r["effective_cost"] for r in golden.values()) == D("86.5216")
+
+
+def _assert_no_telemetry(rows: list[dict]) -> None:
+    rows = [r for r in rows if r["charge_id"] == "c9"]
+    assert [(r["allocation_kind"], r["unallocated_reason"], r["billed_cost"]) for r in rows] == [
+        ("unallocated", "no_gpu_telemetry", D("-12.5"))
+    ]
+    assert rows[0]["allocation_ratio"] == D(1)
+
+
+# These two run on DuckDB here and on PySpark inside test_prorate_equals_row_core (one plan, not three).
+@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
+def test_prorate_golden_node_hour(engine):
+    _assert_golden(_lazy_prorate(engine, [GOLDEN_LINE], GOLDEN_USAGES, "requested"))
+
+
+@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
+def test_prorate_line_without_telemetry_is_one_unallocated_row(engine):
+    _assert_no_telemetry(_lazy_prorate(engine, [NO_TELEMETRY_LINE], [], "requested"))
+
+
+def _random_fleet(seed: int):
+    rng = random.Random(seed)
+    lines, usages = [], []
+    for i in range(25):
+        # amounts with up to 18 decimals, credits (negative) and big lines; thirds force remainders
+        cents = rng.choice([rng.randrange(-(10**6), 10**9), 10**11 + rng.randrange(10**6)])
+        billed = D(cents) / 100 + D(rng.randrange(10**16)) / D(10**18)
+        effective = (billed * D(rng.choice(["0.87", "1", "0.333333333333333333"]))).quantize(
+            D("1e-18")
+        )
+        capacity = rng.choice([0, 8 * 3_600_000, 4 * 3_600_000, 7])
+        lines.append(
+            {
+                "charge_id": f"c{i:02d}",
+                "billed_cost": billed,
+                "effective_cost": effective,
+                "capacity_gpu_ms": capacity,
+            }
+        )
+        for _ in range(rng.randrange(0, 6)):
+            usages.append(
+                {
+                    "charge_id": f"c{i:02d}",
+                    "workload_id": f"w{rng.randrange(8)}",
+                    "requested_gpu_ms": rng.choice([0, 1, 3, rng.randrange(3_600_000 * 3)]),
+                    "used_gpu_ms": rng.choice([None, 0, rng.randrange(3_600_000 * 2)]),
+                }
+            )
+    return lines, usages
+
+
+# Every basis on DuckDB; on PySpark the max basis only (it reads both requested and used time), with
+# the golden hour and the line without telemetry in the same fleet: a PySpark test costs 15-20 s of
+# plan building over py4j whatever the data (CI time, docs/spark.md).
+@pytest.mark.parametrize(
+    ("engine", "basis"),
+    [("duckdb", "requested"), ("duckdb", "used"), ("duckdb", "max"), ("pyspark", "max")],
+    indirect=["engine"],
+)
+@pytest.mark.parametrize("seed", [1])
+def test_prorate_equals_row_core(engine, seed, basis):
+    lines, usages = _random_fleet(seed)
+    lines += [GOLDEN_LINE, NO_TELEMETRY_LINE]
+    usages += GOLDEN_USAGES
+    got = sorted(
+        ({f: r[f] for f in PRORATE_FIELDS} for r in _lazy_prorate(engine, lines, usages, basis)),
+        key=_key,
+    )
+    assert got == _expected_prorate(lines, usages, basis)
+    if basis != "used":  # the golden hour is worked for requested time (max gives the same)
+        _assert_golden(got)
+    _assert_no_telemetry(got)
+    sums = defaultdict(lambda: [D(0), D(0)])
+    for row in got:
+        sums[row["charge_id"]][0] += row["billed_cost"]
+        sums[row["charge_id"]][1] += row["allocation_ratio"]
+    assert {c: v for c, v in sums.items()} == {
+        line["charge_id"]: [line["billed_cost"], D(1)] for line in lines
+    }
+
+
+IDLE_SCHEMA = {"charge_id": pa.string()}
+SCOPE_SCHEMA = {"charge_id": pa.string(), "scope_rank": pa.int64(), "scope_key": pa.string()}
+WEIGHT_SCHEMA = {
+    "scope_key": pa.string(),
+    "workload_id": pa.string(),
+    "owner_key": pa.string(),
+    "weight": pa.int64(),
+}
+IDLE_FIELDS = (
+    "charge_id",
+    "workload_id",
+    "recipient",
+    "scope_key",
+    "idle_policy",
+    "idle_reason",
+    "billed_cost",
+    "effective_cost",
+    "allocation_ratio",
+)
+
+
+def _lazy_idle(engine, idle_rows, weights, policy):
+    scopes = [
+        {"charge_id": row["charge_id"], "scope_rank": rank, "scope_key": key}
+        for row in idle_rows
+        for rank, key in enumerate(row["scope_keys"], start=1)
+    ]
+    result = lazy_allocation.spread_idle(
+        engine(_money_table(idle_rows, lazy_allocation.MONEY, IDLE_SCHEMA)),
+        engine(_money_table(scopes, (), SCOPE_SCHEMA)),
+        engine(_money_table(weights, (), WEIGHT_SCHEMA)),
+        policy,
+    )
+    return _collect(result, lazy_allocation.MONEY)
+
+
+def _idle_key(row):
+    return tuple(str(row[f]) for f in IDLE_FIELDS)
+
+
+def _random_idle(seed: int):
+    rng = random.Random(seed)
+    idle_rows, weights = [], []
+    for i in range(20):
+        billed = D(rng.randrange(-(10**5), 10**8)) / 1000 + D(rng.randrange(10**12)) / D(10**18)
+        idle_rows.append(
+            {
+                "charge_id": f"c{i:02d}",
+                "scope_keys": [f"c{i:02d}", f"east/2026-10-0{rng.randrange(1, 4)}"],
+                "billed_cost": billed,
+                "effective_cost": (billed * D("0.9")).quantize(D("1e-18")),
+                "allocation_ratio": D(rng.randrange(1, 10**18)) / D(10**18),
+            }
+        )
+        for _ in range(rng.choice([0, 0, 1, 3, 5])):
+            weights.append(
+                {
+                    "scope_key": f"c{i:02d}",
+                    "workload_id": f"w{rng.randrange(6)}",
+                    "owner_key": rng.choice(["nlp|llm", "vision|det", "platform|gpu"]),
+                    "weight": rng.choice([0, 1, 7, rng.randrange(3_600_000 * 8)]),
+                }
+            )
+    for day in (1, 2):
+        for w in range(3):
+            weights.append(
+                {
+                    "scope_key": f"east/2026-10-0{day}",
+                    "workload_id": f"d{w}",
+                    "owner_key": "recsys|rank",
+                    "weight": rng.randrange(1, 10**10),
+                }
+            )
+    return idle_rows, weights
+
+
+@pytest.mark.parametrize("policy", ["proportional", "platform", "visible"])
+@pytest.mark.parametrize("seed", [3])
+def test_spread_idle_equals_row_core(engine, seed, policy):
+    idle_rows, weights = _random_idle(seed)
+    got = sorted(
+        ({f: r[f] for f in IDLE_FIELDS} for r in _lazy_idle(engine, idle_rows, weights, policy)),
+        key=_idle_key,
+    )
+    expected = sorted(
+        (
+            {f: r[f] for f in IDLE_FIELDS}
+            for r in allocation.spread_idle(idle_rows, weights, policy)
+        ),
+        key=_idle_key,
+    )
+    assert got == expected
+    assert any(r["idle_reason"] == "no_active_workload_in_scope" for r in got) == (
+        policy == "proportional"
+    )
+
+
+def test_money_columns_round_trip_and_refuse_inexact():
+    for amount in ["0", "-0.000000000000000001", "98.32", "-123456789012.345678901234567891"]:
+        assert money_value(*money_columns(D(amount))) == D(amount)
+    with pytest.raises(ValueError, match="decimal places"):
+        money_columns(D("0.0000000000000000001"))
+
+
+def test_split_beyond_the_exact_bound_fails_clearly(engine):
+    line = {
+        "charge_id": "big",
+        "billed_cost": D("1"),
+        "effective_cost": D("1"),
+        "capacity_gpu_ms": 0,
+    }
+    usage = {
+        "charge_id": "big",
+        "workload_id": "w",
+        "requested_gpu_ms": lazy_allocation.MAX_TOTAL_WEIGHT + 1,
+        "used_gpu_ms": 0,
+    }
+    with pytest.raises(ValueError, match="exceeds"):
+        _lazy_prorate(engine, [line], [usage], "requested")
+
+
+VOLUME_LINE_SCHEMA = {
+    "charge_id": pa.string(),
+    "claim_ids": pa.string(),
+    "persistent_volume_ids": pa.string(),
+    "volume_key": pa.string(),
+}
+MOUNT_SCHEMA = {"charge_id": pa.string(), "workload_id": pa.string(), "mounted_ms": pa.int64()}
+VOLUME_FIELDS = (
+    "charge_id",
+    "workload_id",
+    "allocation_kind",
+    "unallocated_reason",
+    "allocation_basis",
+    "mounted_ms",
+    "billed_cost",
+    "effective_cost",
+    "allocation_ratio",
+)
+
+
+def test_volume_lines_equal_row_core(engine):
+    # golden: 9.00 held 2 h by a and 1 h by b; a disk whose claim no pod held
+    lines = [
+        {"charge_id": "g1", "billed_cost": D("9"), "effective_cost": D("9")},
+        {"charge_id": "g2", "billed_cost": D("4.2"), "effective_cost": D("4"), "claim_ids": "ns/c"},
+    ]
+    mounts = [
+        {"charge_id": "g1", "workload_id": "a", "mounted_ms": 7_200_000},
+        {"charge_id": "g1", "workload_id": "b", "mounted_ms": 3_600_000},
+    ]
+    # random lines with 18-decimal amounts and credits, claims, volumes, repeated and empty mounts
+    rng = random.Random(5)
+    for i in range(15):
+        billed = D(rng.randrange(-(10**5), 10**8)) / 1000 + D(rng.randrange(10**12)) / D(10**18)
+        lines.append(
+            {
+                "charge_id": f"v{i:02d}",
+                "billed_cost": billed,
+                "effective_cost": (billed * D("0.9")).quantize(D("1e-18")),
+                "claim_ids": rng.choice([None, "", "ns/claim-a", "ns/a, ns/b"]),
+                "persistent_volume_ids": rng.choice([None, "east/pv-1"]),
+                "volume_key": rng.choice([None, "vol-0abc"]),
+            }
+        )
+        for _ in range(rng.choice([0, 0, 1, 2, 4])):
+            mounts.append(
+                {
+                    "charge_id": f"v{i:02d}",
+                    "workload_id": rng.choice([None, f"p{rng.randrange(5)}"]),
+                    "mounted_ms": rng.choice([0, None, 1, 3, rng.randrange(3_600_000 * 24)]),
+                }
+            )
+    money = ("billed_cost", "effective_cost")
+    result = lazy_allocation.allocate_volume_lines(
+        engine(_money_table(lines, money, VOLUME_LINE_SCHEMA)),
+        engine(_money_table(mounts, (), MOUNT_SCHEMA)),
+    )
+    got = sorted(
+        ({f: r[f] for f in VOLUME_FIELDS} for r in _collect(result, lazy_allocation.MONEY)),
+        key=_key,
+    )
+    expected = sorted(
+        ({f: r[f] for f in VOLUME_FIELDS} for r in storage.allocate_volume_lines(lines, mounts)),
+        key=_key,
+    )
+    assert got == expected
+    golden = {(r["charge_id"], r["workload_id"]): r for r in got if r["charge_id"] < "v"}
+    assert golden["g1", "a"]["billed_cost"] == D(6)
+    assert golden["g1", "b"]["billed_cost"] == D(3)
+    assert golden["g1", "a"]["allocation_ratio"] + golden["g1", "b"]["allocation_ratio"] == D(1)
+    assert golden["g2", None]["unallocated_reason"] == "volume_without_pod: ns/c"
