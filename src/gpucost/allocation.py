@@ -218,7 +218,11 @@ def spread_idle(
     line, then its cluster-day), ``billed_cost``, ``effective_cost``, ``allocation_ratio``
     (the idle row's share of its line).
     ``weights``: ``scope_key``, ``workload_id``, ``owner_key``, ``weight`` (the workloads'
-    basis GPU-milliseconds in that scope).
+    basis GPU-milliseconds in that scope), and optionally ``recipient_group``: a row without a
+    ``workload_id`` stands for a group of workloads (one owner, one way of deciding it) that
+    receives its share as one row (``recipient`` = ``owner``). A wide scope (a cluster-day) holds
+    thousands of workloads; one row per group keeps the spread to lines x owners, not lines x
+    workloads.
 
     Policies: ``proportional`` (by weight), ``even`` (each active owner the same, then by
     weight between the owner's workloads), ``platform`` (the whole idle row to the platform
@@ -230,10 +234,15 @@ def spread_idle(
     if policy not in IDLE_POLICIES:
         raise ValueError(f"unknown idle policy {policy!r}; expected one of {IDLE_POLICIES}")
     scopes: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
+    groups: dict[tuple[str, str], str] = {}
     for row in weights:
         weight = int(row["weight"] or 0)
         if weight > 0:
-            key = (row["owner_key"], row["workload_id"])
+            recipient_id = row["workload_id"]
+            if recipient_id is None:
+                recipient_id = row.get("recipient_group")
+                groups[(row["owner_key"], recipient_id)] = recipient_id
+            key = (row["owner_key"], recipient_id)
             scope = scopes[row["scope_key"]]
             scope[key] = scope.get(key, 0) + weight
 
@@ -253,6 +262,7 @@ def spread_idle(
                 base
                 | {
                     "workload_id": None,
+                    "recipient_group": None,
                     "recipient": recipient,
                     "scope_key": None,
                     "idle_reason": reason,
@@ -266,12 +276,14 @@ def spread_idle(
             parts = _split_row(idle["billed_cost"], idle["effective_cost"], ratio_units, active)
         else:
             parts = _split_even_by_owner(idle, ratio_units, active)
-        for (_, workload_id), (billed, effective, ratio) in sorted(parts.items()):
+        for key, (billed, effective, ratio) in sorted(parts.items()):
+            group = groups.get(key)
             out.append(
                 base
                 | {
-                    "workload_id": workload_id,
-                    "recipient": "workload",
+                    "workload_id": None if group else key[1],
+                    "recipient_group": group,
+                    "recipient": "owner" if group else "workload",
                     "scope_key": scope_key,
                     "idle_reason": None,
                     "billed_cost": billed,

@@ -63,6 +63,7 @@ IDLE_SPREAD_SCHEMA = pa.schema(
     [
         ("charge_id", pa.string()),
         ("workload_id", pa.string()),
+        ("recipient_group", pa.string()),
         ("recipient", pa.string()),
         ("reservation_id", pa.string()),
         ("team_id", pa.string()),

@@ -363,11 +363,12 @@ def spread_idle(
     ``idle_rows``: ``charge_id`` and the three amounts as whole / frac pairs (``allocation_ratio``
     is the idle row's share of its line). ``idle_scopes``: ``charge_id``, ``scope_rank`` (1 =
     narrowest), ``scope_key`` (the row core's ``scope_keys`` list, one row each). ``weights``:
-    ``scope_key``, ``workload_id``, ``owner_key``, ``weight``. Each idle row goes to its first scope
-    with a positive weight, in proportion; with none it stays visible (``recipient`` = ``unowned``)
-    with the reason ``no_active_workload_in_scope``. Returns ``charge_id``, ``workload_id``,
-    ``recipient``, ``scope_key``, ``idle_policy``, ``idle_reason`` and the amounts; rows sum exactly
-    to each idle row.
+    ``scope_key``, ``workload_id``, ``recipient_group`` (set where ``workload_id`` is null: a group
+    of workloads paid as one row, ``recipient`` = ``owner``), ``owner_key``, ``weight``. Each idle
+    row goes to its first scope with a positive weight, in proportion; with none it stays visible
+    (``recipient`` = ``unowned``) with the reason ``no_active_workload_in_scope``. Returns
+    ``charge_id``, ``workload_id``, ``recipient_group``, ``recipient``, ``scope_key``,
+    ``idle_policy``, ``idle_reason`` and the amounts; rows sum exactly to each idle row.
     """
     if policy not in ("proportional", "platform", "visible"):
         raise ValueError(
@@ -381,6 +382,7 @@ def spread_idle(
         return frame.select(
             "charge_id",
             nw.lit(None, nw.String).alias("workload_id"),
+            nw.lit(None, nw.String).alias("recipient_group"),
             nw.lit(recipient).alias("recipient"),
             nw.lit(None, nw.String).alias("scope_key"),
             nw.lit(policy).alias("idle_policy"),
@@ -391,10 +393,17 @@ def spread_idle(
     if policy in ("platform", "visible"):
         return whole_rows(kept, "platform" if policy == "platform" else "unowned", None)
     active = (
-        weights.with_columns(nw.col("weight").cast(nw.Int64))
+        weights.with_columns(
+            nw.col("weight").cast(nw.Int64),
+            nw.col("workload_id").cast(nw.String),
+            nw.col("recipient_group").cast(nw.String),
+        )
         .filter(nw.col("weight") > 0)
-        .group_by("scope_key", "owner_key", "workload_id")
+        .group_by("scope_key", "owner_key", "workload_id", "recipient_group")
         .agg(nw.col("weight").sum().cast(nw.Int64))
+        .with_columns(
+            nw.coalesce(nw.col("workload_id"), nw.col("recipient_group")).alias("_recipient")
+        )
     )
     active_scopes = active.select("scope_key").unique()
     chosen = (
@@ -405,14 +414,21 @@ def spread_idle(
         .select("charge_id", "scope_key")
     )
     idle_weights = chosen.join(active, on="scope_key", how="inner").with_columns(
-        _tie("owner_key", "workload_id").alias("_tie")
+        _tie("owner_key", "_recipient").alias("_tie")
     )
     spread = split_lines(
         kept, idle_weights, line_key="charge_id", tie_key="_tie", money=MONEY
     ).select(
         "charge_id",
         "workload_id",
-        nw.lit("workload").alias("recipient"),
+        nw.when(nw.col("workload_id").is_null())
+        .then(nw.col("recipient_group"))
+        .otherwise(nw.lit(None, nw.String))
+        .alias("recipient_group"),
+        nw.when(nw.col("workload_id").is_null())
+        .then(nw.lit("owner"))
+        .otherwise(nw.lit("workload"))
+        .alias("recipient"),
         "scope_key",
         nw.lit(policy).alias("idle_policy"),
         nw.lit(None, nw.String).alias("idle_reason"),

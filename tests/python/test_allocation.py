@@ -132,6 +132,35 @@ def test_idle_falls_back_to_the_wider_scope():
     ]
 
 
+def test_idle_in_a_wide_scope_goes_to_owner_groups_one_row_each():
+    # a cluster-day's workloads come as one weight row per owner group (workload_id None)
+    day = [
+        {
+            "scope_key": "east/2026-10-01",
+            "workload_id": None,
+            "recipient_group": "nlp|llm|tag",
+            "owner_key": "nlp|llm",
+            "weight": 3,
+        },
+        {
+            "scope_key": "east/2026-10-01",
+            "workload_id": None,
+            "recipient_group": "vision|det|rule",
+            "owner_key": "vision|det",
+            "weight": 1,
+        },
+    ]
+    rows = spread_idle([IDLE | {"scope_keys": ["empty", "east/2026-10-01"]}], day, "proportional")
+    assert [(r["recipient"], r["workload_id"], r["recipient_group"]) for r in rows] == [
+        ("owner", None, "nlp|llm|tag"),
+        ("owner", None, "vision|det|rule"),
+    ]
+    assert rows[0]["allocation_ratio"] == D("0.328125")
+    assert totals(rows)["c1"] == [IDLE["billed_cost"], IDLE["effective_cost"], D("0.4375")]
+    even = spread_idle([IDLE | {"scope_keys": ["empty", "east/2026-10-01"]}], day, "even")
+    assert [r["allocation_ratio"] for r in even] == [D("0.21875"), D("0.21875")]
+
+
 def test_idle_without_active_workloads_stays_visible_with_reason():
     (row,) = spread_idle([IDLE | {"scope_keys": ["empty"]}], WEIGHTS, "proportional")
     assert row["recipient"] == "unowned"

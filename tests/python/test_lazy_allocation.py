@@ -238,11 +238,13 @@ WEIGHT_SCHEMA = {
     "scope_key": pa.string(),
     "workload_id": pa.string(),
     "owner_key": pa.string(),
+    "recipient_group": pa.string(),
     "weight": pa.int64(),
 }
 IDLE_FIELDS = (
     "charge_id",
     "workload_id",
+    "recipient_group",
     "recipient",
     "scope_key",
     "idle_policy",
@@ -280,7 +282,10 @@ def _random_idle(seed: int):
         idle_rows.append(
             {
                 "charge_id": f"c{i:02d}",
-                "scope_keys": [f"c{i:02d}", f"east/2026-10-0{rng.randrange(1, 4)}"],
+                "scope_keys": [
+                    f"c{i:02d}",
+                    f"east/2026-10-0{rng.randrange(1, 5)}",
+                ],  # day 4: nobody
                 "billed_cost": billed,
                 "effective_cost": (billed * D("0.9")).quantize(D("1e-18")),
                 "allocation_ratio": D(rng.randrange(1, 10**18)) / D(10**18),
@@ -302,6 +307,18 @@ def _random_idle(seed: int):
                     "scope_key": f"east/2026-10-0{day}",
                     "workload_id": f"d{w}",
                     "owner_key": "recsys|rank",
+                    "weight": rng.randrange(1, 10**10),
+                }
+            )
+    # day 3's workloads are paid as owner groups (the cluster-day fallback's recipients)
+    for owner in ("nlp|llm", "recsys|rank"):
+        for method in ("tag", "model"):
+            weights.append(
+                {
+                    "scope_key": "east/2026-10-03",
+                    "workload_id": None,
+                    "recipient_group": f"{owner}|{method}",
+                    "owner_key": owner,
                     "weight": rng.randrange(1, 10**10),
                 }
             )
@@ -327,6 +344,7 @@ def test_spread_idle_equals_row_core(engine, seed, policy):
     assert any(r["idle_reason"] == "no_active_workload_in_scope" for r in got) == (
         policy == "proportional"
     )
+    assert any(r["recipient"] == "owner" for r in got) == (policy == "proportional")
 
 
 def test_money_columns_round_trip_and_refuse_inexact():

@@ -154,6 +154,51 @@ def test_node_lines_are_prorated_by_requested_gpu_time(generated_warehouse):
         assert abs(Decimal(str(expected)) - actual) < Decimal("1e-12")
 
 
+def test_idle_of_a_node_hour_nobody_used_goes_to_the_cluster_days_owners(generated_warehouse):
+    # A node line without usage spreads its idle over the cluster-day, one row per owner (not per
+    # workload): each owner's share of the line is its GPU time in the cluster-day over everyone's,
+    # recomputed here from the prorated usage and the workloads' owners.
+    rows = generated_warehouse.sql(
+        """
+        with usage as (
+            select lines.cluster_id, lines.charge_date,
+                coalesce(w.team_id, '__unallocated__') as team_id,
+                coalesce(w.project_id, '__unallocated__') as project_id,
+                sum(prorated.basis_gpu_ms) as gpu_ms
+            from intermediate.int_gpu_costs_prorated as prorated
+            inner join intermediate.int_gpu_node_lines as lines using (charge_id)
+            left join intermediate.int_workloads as w using (workload_id)
+            where prorated.allocation_kind = 'usage'
+            group by all
+        ),
+        spread as (
+            select spread.charge_id, lines.cluster_id, lines.charge_date, fct.team_id, fct.project_id,
+                fct.workload_id, fct.billed_cost
+            from intermediate.int_gpu_idle_costs_spread as spread
+            inner join intermediate.int_gpu_node_lines as lines using (charge_id)
+            inner join marts.fct_cost_allocation as fct
+                on fct.charge_id = spread.charge_id and fct.allocation_basis = 'idle_proportional'
+                and fct.workload_id is null and fct.attribution_method <> 'policy'
+            where spread.recipient = 'owner'
+        )
+        select spread.charge_id, spread.team_id, spread.project_id, count(spread.workload_id),
+            sum(spread.billed_cost) / sum(sum(spread.billed_cost)) over (partition by spread.charge_id),
+            any_value(usage.gpu_ms) / sum(any_value(usage.gpu_ms)) over (partition by spread.charge_id),
+            count(*) over (partition by spread.charge_id),
+            any_value((select count(*) from usage as u
+                where u.cluster_id = spread.cluster_id and u.charge_date = spread.charge_date))
+        from spread
+        inner join usage using (cluster_id, charge_date, team_id, project_id)
+        group by spread.charge_id, spread.team_id, spread.project_id
+        """
+    )
+    assert len({r[0] for r in rows}) >= 3
+    for _, _, _, workload_rows, share, expected, owners_paid, owners_active in rows:
+        assert workload_rows == 0
+        assert abs(Decimal(str(share)) - Decimal(str(expected))) < Decimal("1e-9")
+        assert owners_paid == owners_active
+
+
 @pytest.mark.parametrize(
     ("policy", "team", "project"),
     [("platform", "platform", "gpu-platform"), ("visible", "__idle__", "__idle__")],

@@ -30,6 +30,14 @@ idle_spread as (
 
 ),
 
+idle_groups as (
+
+    -- the owner groups a cluster-day's idle is spread to (recipient = owner), with their resolved owner
+    select * from {{ ref('int_gpu_idle_weights') }}
+    where recipient_group is not null
+
+),
+
 compute_parts as (
 
     select * from {{ ref('int_node_compute_costs_prorated') }}
@@ -129,12 +137,14 @@ idle as (
         idle_spread.workload_id,
         case idle_spread.recipient
             when 'workload' then coalesce(workloads.team_id, '{{ unallocated_owner() }}')
+            when 'owner' then idle_groups.team_id
             when 'reservation' then idle_spread.team_id
             when 'platform' then '{{ var("gpucost_platform_team_id") }}'
             else '{{ idle_owner() }}'
         end as team_id,
         case idle_spread.recipient
             when 'workload' then coalesce(workloads.project_id, '{{ unallocated_owner() }}')
+            when 'owner' then idle_groups.project_id
             when 'reservation' then idle_spread.project_id
             when 'platform' then '{{ var("gpucost_platform_project_id") }}'
             else '{{ idle_owner() }}'
@@ -143,6 +153,7 @@ idle as (
         case
             when idle_spread.recipient = 'workload' and not coalesce(workloads.is_attributed, false)
                 then 'unallocated'
+            when idle_spread.recipient = 'owner' and not idle_groups.is_attributed then 'unallocated'
             else 'idle'
         end as allocation_kind,
         case
@@ -151,15 +162,18 @@ idle as (
         end as allocation_basis,
         case
             when idle_spread.recipient = 'workload' then coalesce(workloads.attribution_method, 'none')
+            when idle_spread.recipient = 'owner' then idle_groups.attribution_method
             when idle_spread.recipient in ('platform', 'reservation') then 'policy'
             else 'none'
         end as attribution_method,
         case
             when idle_spread.recipient = 'workload' then workloads.attribution_rule_id
+            when idle_spread.recipient = 'owner' then idle_groups.attribution_rule_id
             when idle_spread.recipient = 'reservation' then idle_spread.reservation_id
         end as attribution_rule_id,
         case idle_spread.recipient
             when 'workload' then coalesce(workloads.attribution_confidence, cast(0 as double))
+            when 'owner' then idle_groups.attribution_confidence
             when 'platform' then cast(1 as double)
             when 'reservation' then cast(1 as double)
             else cast(0 as double)
@@ -167,12 +181,18 @@ idle as (
         case
             when idle_spread.recipient = 'workload' and not coalesce(workloads.is_attributed, false)
                 then 'gpu_idle_share_of_' || coalesce(workloads.unattributed_reason, 'unknown_workload')
+            when idle_spread.recipient = 'owner' and not idle_groups.is_attributed
+                then 'gpu_idle_share_of_' || idle_groups.unattributed_reason
         end as unallocated_reason,
         idle_spread.allocation_ratio,
         idle_spread.billed_cost,
         idle_spread.effective_cost
     from idle_spread
     left join workloads on idle_spread.workload_id = workloads.workload_id
+    left join idle_groups
+        on
+        idle_spread.scope_key = idle_groups.scope_key
+        and idle_spread.recipient_group = idle_groups.recipient_group
 
 ),
 
