@@ -236,10 +236,14 @@ gpu_gaps as (
 
 ),
 
+{%- if cutoff != 0 %}
+
 gpu_series_gaps as (
 
     -- a slot's step from all its samples, not only those after the cutoff: a slot with one sample left in
-    -- the window must not fall back to the default step (an incremental run equals a full one)
+    -- the window must not fall back to the default step (an incremental run equals a full one). With no
+    -- cutoff (a full build) every staged sample is in gpu_gaps already (each reaches a tenant: its pod, its
+    -- Slurm allocations, or itself), so the step is read from there instead of a second window.
     select
         gpu_slot_id,
         lead(sampled_epoch) over (
@@ -254,13 +258,14 @@ gpu_series_gaps as (
     )
 
 ),
+{%- endif %}
 
 gpu_steps as (
 
     select
         gpu_slot_id,
         min(case when gap_seconds > 0 then gap_seconds end) as step_seconds
-    from gpu_series_gaps
+    from {{ 'gpu_gaps' if cutoff == 0 else 'gpu_series_gaps' }}
     group by 1
 
 ),
