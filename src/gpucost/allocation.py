@@ -234,14 +234,14 @@ def spread_idle(
     if policy not in IDLE_POLICIES:
         raise ValueError(f"unknown idle policy {policy!r}; expected one of {IDLE_POLICIES}")
     scopes: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
-    groups: dict[tuple[str, str], str] = {}
+    groups: set[tuple[str, str]] = set()
     for row in weights:
         weight = int(row["weight"] or 0)
         if weight > 0:
             recipient_id = row["workload_id"]
             if recipient_id is None:
                 recipient_id = row.get("recipient_group")
-                groups[(row["owner_key"], recipient_id)] = recipient_id
+                groups.add((row["owner_key"], recipient_id))
             key = (row["owner_key"], recipient_id)
             scope = scopes[row["scope_key"]]
             scope[key] = scope.get(key, 0) + weight
@@ -277,13 +277,13 @@ def spread_idle(
         else:
             parts = _split_even_by_owner(idle, ratio_units, active)
         for key, (billed, effective, ratio) in sorted(parts.items()):
-            group = groups.get(key)
+            is_group = key in groups
             out.append(
                 base
                 | {
-                    "workload_id": None if group else key[1],
-                    "recipient_group": group,
-                    "recipient": "owner" if group else "workload",
+                    "workload_id": None if is_group else key[1],
+                    "recipient_group": key[1] if is_group else None,
+                    "recipient": "owner" if is_group else "workload",
                     "scope_key": scope_key,
                     "idle_reason": None,
                     "billed_cost": billed,

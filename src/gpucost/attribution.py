@@ -772,7 +772,14 @@ def _shown_features(
         writers.append({**r, "user_id": inferred} if inferred else r)
         if wid in labelled_ids:
             has_user, has_team = mask_draw(r, patterns, seed)
-            user = raw if raw and has_user else infer.user_for(r, own=raw)
+            # shown with its user, or read from its owner / claims without its own label (done above
+            # already when it has none)
+            if raw and has_user:
+                user = raw
+            elif raw:
+                user = infer.user_for(r, own=raw)
+            else:
+                user = inferred
             view = {**r, "user_id": user, "team_label": r.get("team_label") if has_team else None}
         else:
             user, view = raw or inferred, writers[-1]

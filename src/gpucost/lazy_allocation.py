@@ -261,6 +261,8 @@ def _ratio_one(frame: nw.LazyFrame) -> nw.LazyFrame:
 
 
 MONEY = ("billed_cost", "effective_cost", "allocation_ratio")
+MONEY_COLUMNS = tuple(f"{m}_{p}" for m in MONEY for p in MONEY_PARTS)
+"""The whole / frac column pairs of the three amounts, as every core reads and returns them."""
 
 
 def prorate_node_lines(
@@ -318,9 +320,8 @@ def prorate_node_lines(
         .otherwise(_tie("workload_id"))
         .alias("_tie")
     )
-    money_cols = [f"{m}_{p}" for m in MONEY for p in MONEY_PARTS]
     split = split_lines(
-        lines.select("charge_id", *money_cols),
+        lines.select("charge_id", *MONEY_COLUMNS),
         weights,
         line_key="charge_id",
         tie_key="_tie",
@@ -336,7 +337,7 @@ def prorate_node_lines(
         nw.lit(basis).alias("allocation_basis"),
         nw.col("weight").cast(nw.Int64).alias("basis_gpu_ms"),
         nw.col("used_gpu_ms").cast(nw.Int64).alias("used_gpu_ms"),
-        *money_cols,
+        *MONEY_COLUMNS,
     )
     unallocated = lines.filter((nw.col("_taken") + nw.col("_idle")) == 0).select(
         "charge_id",
@@ -346,7 +347,7 @@ def prorate_node_lines(
         nw.lit(basis).alias("allocation_basis"),
         nw.lit(0, nw.Int64).alias("basis_gpu_ms"),
         nw.lit(0, nw.Int64).alias("used_gpu_ms"),
-        *money_cols,
+        *MONEY_COLUMNS,
     )
     return nw.concat([split, unallocated], how="vertical")
 
@@ -374,9 +375,7 @@ def spread_idle(
         raise ValueError(
             f"lazy spread_idle supports proportional, platform, visible; not {policy!r}"
         )
-    money_cols = [f"{m}_{p}" for m in MONEY for p in MONEY_PARTS]
-    kept = idle_rows.select("charge_id", *money_cols)
-    out_columns = ["charge_id", "workload_id", "recipient", "scope_key", "idle_policy"]
+    kept = idle_rows.select("charge_id", *MONEY_COLUMNS)
 
     def whole_rows(frame: nw.LazyFrame, recipient: str, reason: str | None) -> nw.LazyFrame:
         return frame.select(
@@ -387,7 +386,7 @@ def spread_idle(
             nw.lit(None, nw.String).alias("scope_key"),
             nw.lit(policy).alias("idle_policy"),
             nw.lit(reason, nw.String).alias("idle_reason"),
-            *money_cols,
+            *MONEY_COLUMNS,
         )
 
     if policy in ("platform", "visible"):
@@ -432,10 +431,9 @@ def spread_idle(
         "scope_key",
         nw.lit(policy).alias("idle_policy"),
         nw.lit(None, nw.String).alias("idle_reason"),
-        *money_cols,
+        *MONEY_COLUMNS,
     )
     stranded = kept.join(chosen, on="charge_id", how="anti")
-    del out_columns
     return nw.concat(
         [spread, whole_rows(stranded, "unowned", "no_active_workload_in_scope")], how="vertical"
     )
@@ -475,10 +473,9 @@ def allocate_volume_lines(lines: nw.LazyFrame, mounts: nw.LazyFrame) -> nw.LazyF
             nw.concat_str([nw.lit("'"), nw.col("workload_id"), nw.lit("'")]).alias("_tie"),
         )
     )
-    money_cols = [f"{m}_{p}" for m in MONEY for p in MONEY_PARTS]
     kept = _ratio_one(lines)
     split = split_lines(
-        kept.select("charge_id", *money_cols),
+        kept.select("charge_id", *MONEY_COLUMNS),
         held,
         line_key="charge_id",
         tie_key="_tie",
@@ -490,7 +487,7 @@ def allocate_volume_lines(lines: nw.LazyFrame, mounts: nw.LazyFrame) -> nw.LazyF
         nw.lit(None, nw.String).alias("unallocated_reason"),
         nw.lit(VOLUME_CLAIM_BASIS).alias("allocation_basis"),
         nw.col("weight").cast(nw.Int64).alias("mounted_ms"),
-        *money_cols,
+        *MONEY_COLUMNS,
     )
     reason = (
         nw.when(~_text("claim_ids").is_null())
@@ -511,6 +508,6 @@ def allocate_volume_lines(lines: nw.LazyFrame, mounts: nw.LazyFrame) -> nw.LazyF
         reason.alias("unallocated_reason"),
         nw.lit(VOLUME_CLAIM_BASIS).alias("allocation_basis"),
         nw.lit(0, nw.Int64).alias("mounted_ms"),
-        *money_cols,
+        *MONEY_COLUMNS,
     )
     return nw.concat([split, unheld], how="vertical")

@@ -105,16 +105,16 @@ cluster_day_ranked as (
 
 by_cluster_day as (
 
-    -- one group per owner (and whether it is attributed); its method, rule and reason are those of most of
-    -- its GPU time, its confidence the GPU-time-weighted mean over all of it
+    -- one group per owner (owner_key is team|project; and whether it is attributed); its method, rule and
+    -- reason are those of most of its GPU time, its confidence the GPU-time-weighted mean over all of it
     select
         scope_key,
         cast(null as string) as workload_id,
         'group:' || owner_key || '|' || case when is_attributed then 'attributed' else 'unattributed' end
             as recipient_group,
         owner_key,
-        max(case when decision_rank = 1 then team_id end) as team_id,
-        max(case when decision_rank = 1 then project_id end) as project_id,
+        team_id,
+        project_id,
         max(case when decision_rank = 1 then attribution_method end) as attribution_method,
         max(case when decision_rank = 1 then attribution_rule_id end) as attribution_rule_id,
         cast(sum(confidence_weight) / sum(weight) as double) as attribution_confidence,
@@ -122,7 +122,7 @@ by_cluster_day as (
         is_attributed,
         cast(sum(weight) as bigint) as weight
     from cluster_day_ranked
-    group by 1, 4, 11
+    group by 1, 4, 5, 6, 11
 
 ),
 
