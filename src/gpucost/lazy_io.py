@@ -1,0 +1,99 @@
+"""DuckDB relations in and out of the lazy allocation core (:mod:`gpucost.lazy_allocation`).
+
+The lazy core reads and writes each amount as two ``BIGINT`` columns, ``<name>_whole`` (truncated
+toward zero) and ``<name>_frac`` (the rest in 1e-18 units, same sign); the warehouse keeps money as
+``DECIMAL(38, 18)``. :func:`to_lazy` and :func:`from_lazy` convert between the two inside DuckDB,
+with decimal arithmetic only (no float: DuckDB's decimal division returns DOUBLE, so the value is
+rebuilt by multiplying the fraction by a ``DECIMAL(18, 18)`` 1e-18), so a dbt Python model hands
+relations to the core and gets a relation back without materialising rows in Python.
+
+An amount whose whole part does not fit a ``BIGINT`` (beyond about 9.2e18) fails the conversion
+with DuckDB's conversion error rather than losing digits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+import narwhals as nw
+import pyarrow as pa
+
+from gpucost.arrow_io import MONEY
+
+MONEY_SQL = "DECIMAL(38, 18)"
+_UNIT_SQL = "CAST('0.000000000000000001' AS DECIMAL(18, 18))"
+_SQL_TYPES: dict[pa.DataType, str] = {
+    pa.string(): "VARCHAR",
+    pa.int64(): "BIGINT",
+    pa.float64(): "DOUBLE",
+    pa.bool_(): "BOOLEAN",
+    MONEY: MONEY_SQL,
+}
+
+
+def quote(name: str) -> str:
+    """A SQL identifier, double-quoted."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def money_parts_sql(column: str) -> tuple[str, str]:
+    """SQL for the (whole, frac) ``BIGINT`` pair of a decimal column: whole truncated toward zero,
+    frac the rest in 1e-18 units with the same sign (as :func:`lazy_allocation.money_columns`)."""
+    value = f"CAST({quote(column)} AS {MONEY_SQL})"
+    whole = f"trunc({value})"
+    return (
+        f"CAST({whole} AS BIGINT)",
+        f"CAST(({value} - {whole}) * 1000000000000000000 AS BIGINT)",
+    )
+
+
+def money_value_sql(whole: str, frac: str) -> str:
+    """SQL for the ``DECIMAL(38, 18)`` value ``whole + frac * 1e-18`` of two ``BIGINT`` columns
+    (exact: a decimal product of scale 18, never a division)."""
+    return (
+        f"CAST(CAST({quote(whole)} AS {MONEY_SQL})"
+        f" + CAST({quote(frac)} AS DECIMAL(19, 0)) * {_UNIT_SQL} AS {MONEY_SQL})"
+    )
+
+
+def to_lazy(relation: duckdb.DuckDBPyRelation, money: Sequence[str]) -> nw.LazyFrame:
+    """``relation`` as a narwhals LazyFrame for the lazy core, each column named in ``money``
+    replaced (in place) by its ``<name>_whole`` / ``<name>_frac`` pair; other columns unchanged."""
+    columns = list(relation.columns)
+    missing = [name for name in money if name not in columns]
+    if missing:
+        raise ValueError(f"money columns {missing} not in the relation's {columns}")
+    select: list[str] = []
+    for name in columns:
+        if name in money:
+            whole, frac = money_parts_sql(name)
+            select += [f"{whole} AS {quote(name + '_whole')}", f"{frac} AS {quote(name + '_frac')}"]
+        else:
+            select.append(quote(name))
+    return nw.from_native(relation.project(", ".join(select)))
+
+
+def from_lazy(
+    frame: nw.LazyFrame, schema: pa.Schema, order_by: Sequence[str] = ()
+) -> duckdb.DuckDBPyRelation:
+    """The DuckDB relation of a lazy-core result with exactly ``schema``'s columns, in its order
+    and types: a ``decimal128(38, 18)`` field is rebuilt from ``<name>_whole`` / ``<name>_frac``,
+    any other field is cast to its SQL type. Rows are sorted by ``order_by`` (nulls first)."""
+    relation = frame.to_native()
+    if not isinstance(relation, duckdb.DuckDBPyRelation):
+        raise TypeError(f"from_lazy takes a frame on DuckDB, not {type(relation).__name__}")
+    select: list[str] = []
+    for field in schema:
+        sql_type = _SQL_TYPES.get(field.type)
+        if sql_type is None:
+            raise TypeError(f"no SQL type for {field.name}: {field.type}")
+        if sql_type == MONEY_SQL:
+            expr = money_value_sql(field.name + "_whole", field.name + "_frac")
+        else:
+            expr = f"CAST({quote(field.name)} AS {sql_type})"
+        select.append(f"{expr} AS {quote(field.name)}")
+    out = relation.project(", ".join(select))
+    if order_by:
+        out = out.order(", ".join(f"{quote(name)} NULLS FIRST" for name in order_by))
+    return out
