@@ -11,11 +11,11 @@ Money is exact and never float. An amount enters and leaves as two ``Int64`` col
 same sign), i.e. the ``DECIMAL(38, 18)`` value ``whole + frac * 1e-18``; :func:`money_columns` and
 :func:`money_value` convert at the boundary. Splitting is :func:`gpucost.money.split_exact` (largest
 remainder in 1e-18 units, ties by key) done by long division on base-1000 limbs, so no product
-overflows 64 bits, and the only divisions are of an integer by a divisor of it whose quotient is
-exactly representable in double precision (below 2**53, or a small multiple of a power of ten):
-engines that divide in double precision (narwhals on Spark) still do them exactly. This bounds a
-split's total weight (:data:`MAX_TOTAL_WEIGHT`, about 52,000 GPU-days in milliseconds) and an
-amount's magnitude (9.2e18).
+overflows 64 bits, and the only divisions are of an integer by a divisor of it (the remainder is
+taken first, in integers) with a quotient below 2,000: engines that divide in double precision
+(DuckDB's and Spark's ``/``) are off by a relative 4e-16 at most, far less than the 0.5 the rounding
+to an integer forgives. This bounds a split's total weight (:data:`MAX_TOTAL_WEIGHT`, 4.6e15: about
+53 million GPU-days in milliseconds) and an amount's magnitude (9.2e18).
 
 Invariant (as in gpucost.allocation, tested on both engines against it): for every input line or
 idle row the returned rows' amounts and ratios sum exactly to the input's, and equal the row core's.
@@ -39,8 +39,9 @@ LIMBS = 13
 
 FRACTION_LIMBS = MONEY_SCALE // 3
 
-MAX_TOTAL_WEIGHT = 2**53 // (2 * BASE)
-"""The largest total weight a split may have (long-division steps stay below 2**53)."""
+MAX_TOTAL_WEIGHT = (2**63 - 1) // (2 * BASE)
+"""The largest total weight a split may have: a long-division step, ``carry x BASE + digit x
+weight`` with ``carry < total`` and ``digit < BASE``, stays below ``2 x BASE x total`` <= 2**63."""
 
 MONEY_PARTS = ("whole", "frac")
 _FRAC_UNIT = 10**MONEY_SCALE
@@ -61,7 +62,8 @@ def money_value(whole: int, frac: int) -> Decimal:
 
 def _exact_div(expr: nw.Expr, divisor: nw.Expr | int) -> nw.Expr:
     """``expr // divisor`` for non-negative integers when ``expr`` is a multiple of ``divisor`` and
-    the quotient times the divisor's odd part stays below 2**53 (true division is then exact)."""
+    the quotient is small (below 2**40 here): true division in double precision is then within
+    1e-3 of the integer quotient, which the rounding recovers exactly."""
     return (expr / divisor).round(0).cast(nw.Int64)
 
 
@@ -216,6 +218,7 @@ def split_lines(
     ``weights``: ``line_key``, ``tie_key``, other key columns, and ``weight`` (Int64, > 0; rows with
     a non-positive weight are dropped). Returns one row per weight row with its shares; a line
     without weight rows returns nothing (the callers route it to an unallocated or visible row).
+    The result is computed here (:func:`checkpoint`), so splits can be stacked.
     """
     weights = weights.filter(nw.col("weight") > 0)
     totals = weights.group_by(line_key).agg(
@@ -224,7 +227,7 @@ def split_lines(
     check_weight_bound(weights, line_key)
     rows = weights.join(lines, on=line_key, how="inner").join(totals, on=line_key, how="inner")
     rows = _split_money(rows, money, line_key, tie_key, "weight", "_total_weight")
-    return rows.drop("_total_weight")
+    return checkpoint(rows.drop("_total_weight"))
 
 
 def check_weight_bound(weights: nw.LazyFrame, line_key: str) -> None:
@@ -265,68 +268,146 @@ MONEY_COLUMNS = tuple(f"{m}_{p}" for m in MONEY for p in MONEY_PARTS)
 """The whole / frac column pairs of the three amounts, as every core reads and returns them."""
 
 
+BASES = ("requested", "used", "max")
+IDLE_POLICIES = ("proportional", "even", "platform", "visible")
+COMPLEXITY_UNIT = 1_000_000
+"""A task-complexity weight of 1, in the millionths the cores count complexity in."""
+
+
+def checkpoint(frame: nw.LazyFrame) -> nw.LazyFrame:
+    """``frame`` computed once, its plan cut: the next stage starts from its rows.
+
+    Each long division is a few dozen projection layers. Engines bind and optimise a plan as a
+    whole, so stacked splits cost more than their sum (a prorate with four splits planned 13 s
+    and ran 18 s on three rows in DuckDB; 1.1 s per split alone). Between stages the plan is
+    therefore cut: a DuckDB relation is materialised (``materialize``: executed once, rows held by
+    the connection), a PySpark DataFrame locally checkpointed (``localCheckpoint``: cached on the
+    executors, lineage truncated). Other backends pass through unchanged.
+    """
+    native = frame.to_native()
+    if hasattr(native, "materialize"):  # duckdb.DuckDBPyRelation
+        return nw.from_native(native.materialize())
+    if hasattr(native, "localCheckpoint"):  # pyspark.sql.DataFrame
+        return nw.from_native(native.localCheckpoint())
+    return frame
+
+
+def _first(frame: nw.LazyFrame, column: str) -> Any:
+    """One value of ``column`` (None when the frame is empty): for error messages and checks."""
+    rows = frame.select(column).head(1).collect().get_column(column).to_list()
+    return rows[0] if rows else None
+
+
+def _optional(frame: nw.LazyFrame, column: str, default: Any, dtype: Any) -> nw.Expr:
+    """``column`` with nulls as ``default``, or ``default`` when the frame has no such column."""
+    if column in frame.collect_schema().names():
+        return nw.col(column).cast(dtype).fill_null(nw.lit(default, dtype))
+    return nw.lit(default, dtype)
+
+
 def prorate_node_lines(
     lines: nw.LazyFrame, usages: nw.LazyFrame, basis: str = "requested"
 ) -> nw.LazyFrame:
-    """Lazy :func:`gpucost.allocation.prorate_node_lines` (without ``utilised_cost``).
+    """Lazy :func:`gpucost.allocation.prorate_node_lines`.
 
     ``lines``: ``charge_id``, ``billed_cost_whole`` / ``_frac``, ``effective_cost_whole`` /
-    ``_frac``, ``capacity_gpu_ms``. ``usages``: ``charge_id``, ``workload_id``,
-    ``requested_gpu_ms``, ``used_gpu_ms``. Returns ``charge_id``, ``workload_id`` (null for idle /
-    unallocated), ``allocation_kind``, ``unallocated_reason``, ``allocation_basis``,
-    ``basis_gpu_ms``, ``used_gpu_ms`` and the three amounts as whole / frac pairs. Each line's rows
-    sum to it exactly.
+    ``_frac``, ``capacity_gpu_ms``, and optionally ``allocation_ratio_whole`` / ``_frac`` (the
+    share of the bill line these amounts are; default 1), ``gpu_allocation_basis`` (the line's
+    pool basis; null: ``basis``) and ``complexity_weighting`` (null: false). ``usages``:
+    ``charge_id``, ``workload_id``, ``requested_gpu_ms``, ``used_gpu_ms``, and optionally
+    ``complexity_units`` (the task-complexity weight in millionths, > 0; null: 1,000,000).
+    Returns ``charge_id``, ``workload_id`` (null for idle / unallocated), ``allocation_kind``,
+    ``unallocated_reason``, ``allocation_basis``, ``basis_gpu_ms``, ``used_gpu_ms``, the three
+    amounts and ``utilised_cost`` as whole / frac pairs. Each line's rows sum to it exactly and
+    equal the row core's (which takes a workload's last complexity on a line where it has several
+    usage rows with different ones; this takes the largest: the warehouse has one per line).
     """
-    if basis not in ("requested", "used", "max"):
-        raise ValueError(f"unknown allocation basis {basis!r}")
+    if basis not in BASES:
+        raise ValueError(f"unknown allocation basis {basis!r}; expected one of {BASES}")
+    if "allocation_ratio_whole" not in lines.collect_schema().names():
+        lines = _ratio_one(lines)
+    lines = lines.with_columns(
+        _optional(lines, "gpu_allocation_basis", basis, nw.String).alias("_basis"),
+        _optional(lines, "complexity_weighting", False, nw.Boolean).alias("_weighting"),
+    )
+    unknown = lines.filter(~nw.col("_basis").is_in(BASES))
+    if _first(unknown, "charge_id") is not None:
+        raise ValueError(
+            f"unknown allocation basis {_first(unknown, '_basis')!r} on line"
+            f" {_first(unknown, 'charge_id')}; expected one of {BASES}"
+        )
     requested = nw.col("requested_gpu_ms").fill_null(0).cast(nw.Int64)
     used = nw.col("used_gpu_ms").fill_null(0).cast(nw.Int64)
-    weight = {
-        "requested": requested,
-        "used": used,
-        "max": nw.max_horizontal(requested, used),
-    }[basis]
+    weight = (
+        nw.when(nw.col("_basis") == "requested")
+        .then(requested)
+        .when(nw.col("_basis") == "used")
+        .then(used)
+        .otherwise(nw.max_horizontal(requested, used))
+    )
+    taking = usages.join(lines.select("charge_id", "_basis"), on="charge_id", how="inner")
+    taking = taking.with_columns(
+        weight.cast(nw.Int64).alias("_w"),
+        used.alias("_used"),
+        _optional(usages, "complexity_units", COMPLEXITY_UNIT, nw.Int64).alias("_cx"),
+    ).filter(nw.col("_w") > 0)
+    if _first(taking.filter(nw.col("_cx") <= 0), "_cx") is not None:
+        bad = _first(taking.filter(nw.col("_cx") <= 0), "_cx")
+        raise ValueError(f"complexity weight must be positive, got {bad / COMPLEXITY_UNIT}")
     workloads = (
-        usages.with_columns(weight.alias("_w"), used.alias("_used"))
-        .filter(nw.col("_w") > 0)
-        .group_by("charge_id", "workload_id")
+        taking.group_by("charge_id", "workload_id")
         .agg(
             nw.col("_w").sum().cast(nw.Int64).alias("weight"),
             nw.col("_used").sum().cast(nw.Int64).alias("used_gpu_ms"),
+            nw.col("_cx").max().cast(nw.Int64).alias("_cx"),
         )
-        .with_columns(nw.col("workload_id").cast(nw.String))
+        .with_columns(nw.col("workload_id").cast(nw.String), _tie("workload_id").alias("_tie"))
     )
-    used_total = workloads.group_by("charge_id").agg(
+    taken = workloads.group_by("charge_id").agg(
         nw.col("weight").sum().cast(nw.Int64).alias("_taken")
     )
-    lines = _ratio_one(lines).join(used_total, on="charge_id", how="left")
     capacity = nw.col("capacity_gpu_ms").fill_null(0).cast(nw.Int64)
-    lines = lines.with_columns(
-        nw.max_horizontal(capacity - nw.col("_taken").fill_null(0), nw.lit(0))
-        .cast(nw.Int64)
-        .alias("_idle"),
-        nw.col("_taken").fill_null(0).cast(nw.Int64).alias("_taken"),
+    lines = (
+        lines.join(taken, on="charge_id", how="left")
+        .with_columns(nw.col("_taken").fill_null(0).cast(nw.Int64))
+        .with_columns(
+            nw.max_horizontal(capacity - nw.col("_taken"), nw.lit(0)).cast(nw.Int64).alias("_idle"),
+            nw.when(nw.col("_weighting"))
+            .then(nw.concat_str([nw.col("_basis"), nw.lit("*complexity")]))
+            .otherwise(nw.col("_basis"))
+            .alias("_recorded"),
+        )
     )
+    by_complexity = nw.col("_weighting") & (nw.col("_taken") > 0)
+    money = lines.select("charge_id", *MONEY_COLUMNS)
     idle = lines.filter(nw.col("_idle") > 0).select(
         "charge_id",
         nw.lit(None, nw.String).alias("workload_id"),
         nw.col("_idle").alias("weight"),
         nw.lit(0, nw.Int64).alias("used_gpu_ms"),
+        nw.lit("('~idle',)").alias("_tie"),
     )
-    weights = nw.concat([workloads.select(idle.collect_schema().names()), idle], how="vertical")
-    weights = weights.with_columns(
-        nw.when(nw.col("workload_id").is_null())
-        .then(nw.lit("('~idle',)"))
-        .otherwise(_tie("workload_id"))
-        .alias("_tie")
-    )
-    split = split_lines(
-        lines.select("charge_id", *MONEY_COLUMNS),
-        weights,
+    shape = idle.collect_schema().names()
+    # by GPU time: the workloads and the idle share the line
+    plain = split_lines(
+        money.join(lines.filter(~by_complexity).select("charge_id"), on="charge_id", how="inner"),
+        nw.concat([workloads.select(shape), idle], how="vertical"),
         line_key="charge_id",
         tie_key="_tie",
         money=MONEY,
-    ).select(
+    ).with_columns(nw.col("weight").alias("basis_gpu_ms"))
+    columns = ["charge_id", "workload_id", "basis_gpu_ms", "used_gpu_ms", *MONEY_COLUMNS]
+    stages = [plain.select(columns)]
+    weighted_lines = lines.filter(by_complexity)
+    if _first(weighted_lines, "charge_id") is not None:
+        stages += _split_by_complexity(money, weighted_lines, workloads, columns)
+    shares = nw.concat(stages, how="vertical").with_columns(
+        nw.col("basis_gpu_ms").cast(nw.Int64), nw.col("used_gpu_ms").cast(nw.Int64)
+    )
+    shares = _with_utilised_cost(shares).join(
+        lines.select("charge_id", "_recorded"), on="charge_id", how="inner"
+    )
+    split = shares.select(
         "charge_id",
         "workload_id",
         nw.when(nw.col("workload_id").is_null())
@@ -334,22 +415,117 @@ def prorate_node_lines(
         .otherwise(nw.lit("usage"))
         .alias("allocation_kind"),
         nw.lit(None, nw.String).alias("unallocated_reason"),
-        nw.lit(basis).alias("allocation_basis"),
-        nw.col("weight").cast(nw.Int64).alias("basis_gpu_ms"),
-        nw.col("used_gpu_ms").cast(nw.Int64).alias("used_gpu_ms"),
+        nw.col("_recorded").alias("allocation_basis"),
+        "basis_gpu_ms",
+        "used_gpu_ms",
         *MONEY_COLUMNS,
+        *UTILISED_COLUMNS,
     )
     unallocated = lines.filter((nw.col("_taken") + nw.col("_idle")) == 0).select(
         "charge_id",
         nw.lit(None, nw.String).alias("workload_id"),
         nw.lit("unallocated").alias("allocation_kind"),
         nw.lit("no_gpu_telemetry").alias("unallocated_reason"),
-        nw.lit(basis).alias("allocation_basis"),
+        nw.col("_recorded").alias("allocation_basis"),
         nw.lit(0, nw.Int64).alias("basis_gpu_ms"),
         nw.lit(0, nw.Int64).alias("used_gpu_ms"),
         *MONEY_COLUMNS,
+        *(nw.lit(0, nw.Int64).alias(c) for c in UTILISED_COLUMNS),
     )
     return nw.concat([split, unallocated], how="vertical")
+
+
+def _split_by_complexity(
+    money: nw.LazyFrame, weighted_lines: nw.LazyFrame, workloads: nw.LazyFrame, columns: list[str]
+) -> list[nw.LazyFrame]:
+    """The shares of lines whose pool weights workloads by task complexity: the idle is sized by
+    GPU time, the workloads' part (``work``) shared by GPU time x complexity."""
+    halves = split_lines(
+        money.join(weighted_lines.select("charge_id"), on="charge_id", how="inner"),
+        nw.concat(
+            [
+                weighted_lines.select(
+                    "charge_id", nw.lit("work").alias("_half"), nw.col("_taken").alias("weight")
+                ),
+                weighted_lines.select(
+                    "charge_id", nw.lit("idle").alias("_half"), nw.col("_idle").alias("weight")
+                ),
+            ],
+            how="vertical",
+        ).with_columns(nw.concat_str([nw.lit("'"), nw.col("_half"), nw.lit("'")]).alias("_tie")),
+        line_key="charge_id",
+        tie_key="_tie",
+        money=MONEY,
+    )
+    work = split_lines(
+        halves.filter(nw.col("_half") == "work").select("charge_id", *MONEY_COLUMNS),
+        workloads.select(
+            "charge_id",
+            "workload_id",
+            (nw.col("weight") * nw.col("_cx")).alias("weight"),
+            nw.col("weight").alias("basis_gpu_ms"),
+            "used_gpu_ms",
+            "_tie",
+        ),
+        line_key="charge_id",
+        tie_key="_tie",
+        money=MONEY,
+    )
+    weighted_idle = halves.filter(nw.col("_half") == "idle").select(
+        "charge_id",
+        nw.lit(None, nw.String).alias("workload_id"),
+        nw.col("weight").alias("basis_gpu_ms"),
+        nw.lit(0, nw.Int64).alias("used_gpu_ms"),
+        *MONEY_COLUMNS,
+    )
+    return [work.select(columns), weighted_idle.select(columns)]
+
+
+UTILISED_COLUMNS = ("utilised_cost_whole", "utilised_cost_frac")
+
+
+def _with_utilised_cost(shares: nw.LazyFrame) -> nw.LazyFrame:
+    """Add :func:`gpucost.allocation.utilised_share` of each usage row's billed cost (the part its
+    busy GPU time covers: ``cost x min(used, basis) / basis``, split exactly); zero on idle rows."""
+    busy = nw.min_horizontal(
+        nw.max_horizontal(nw.col("used_gpu_ms"), nw.lit(0)), nw.col("basis_gpu_ms")
+    ).cast(nw.Int64)
+    shares = shares.with_columns(
+        nw.concat_str([nw.col("charge_id"), nw.col("workload_id")], separator="\x1f").alias("_row"),
+        busy.alias("_busy"),
+    )
+    usage = shares.filter(~nw.col("workload_id").is_null() & (nw.col("basis_gpu_ms") > 0))
+    parts = nw.concat(
+        [
+            usage.select("_row", nw.col("_busy").alias("weight"), nw.lit("'busy'").alias("_tie")),
+            usage.select(
+                "_row",
+                (nw.col("basis_gpu_ms") - nw.col("_busy")).alias("weight"),
+                nw.lit("'waste'").alias("_tie"),
+            ),
+        ],
+        how="vertical",
+    )
+    utilised = (
+        split_lines(
+            usage.select("_row", "billed_cost_whole", "billed_cost_frac"),
+            parts,
+            line_key="_row",
+            tie_key="_tie",
+            money=("billed_cost",),
+        )
+        .filter(nw.col("_tie") == "'busy'")
+        .select(
+            "_row",
+            nw.col("billed_cost_whole").alias(UTILISED_COLUMNS[0]),
+            nw.col("billed_cost_frac").alias(UTILISED_COLUMNS[1]),
+        )
+    )
+    return (
+        shares.join(utilised, on="_row", how="left")
+        .with_columns(*(nw.col(c).fill_null(0).cast(nw.Int64) for c in UTILISED_COLUMNS))
+        .drop("_row", "_busy")
+    )
 
 
 def spread_idle(
@@ -358,23 +534,22 @@ def spread_idle(
     weights: nw.LazyFrame,
     policy: str = "proportional",
 ) -> nw.LazyFrame:
-    """Lazy :func:`gpucost.allocation.spread_idle` for the ``proportional``, ``platform`` and
-    ``visible`` policies.
+    """Lazy :func:`gpucost.allocation.spread_idle` (every policy: ``proportional``, ``even``,
+    ``platform``, ``visible``).
 
     ``idle_rows``: ``charge_id`` and the three amounts as whole / frac pairs (``allocation_ratio``
     is the idle row's share of its line). ``idle_scopes``: ``charge_id``, ``scope_rank`` (1 =
     narrowest), ``scope_key`` (the row core's ``scope_keys`` list, one row each). ``weights``:
     ``scope_key``, ``workload_id``, ``recipient_group`` (set where ``workload_id`` is null: a group
     of workloads paid as one row, ``recipient`` = ``owner``), ``owner_key``, ``weight``. Each idle
-    row goes to its first scope with a positive weight, in proportion; with none it stays visible
+    row goes to its first scope with a positive weight, in proportion (``even``: each owner of the
+    scope the same, then by weight between the owner's recipients); with none it stays visible
     (``recipient`` = ``unowned``) with the reason ``no_active_workload_in_scope``. Returns
     ``charge_id``, ``workload_id``, ``recipient_group``, ``recipient``, ``scope_key``,
     ``idle_policy``, ``idle_reason`` and the amounts; rows sum exactly to each idle row.
     """
-    if policy not in ("proportional", "platform", "visible"):
-        raise ValueError(
-            f"lazy spread_idle supports proportional, platform, visible; not {policy!r}"
-        )
+    if policy not in IDLE_POLICIES:
+        raise ValueError(f"unknown idle policy {policy!r}; expected one of {IDLE_POLICIES}")
     kept = idle_rows.select("charge_id", *MONEY_COLUMNS)
 
     def whole_rows(frame: nw.LazyFrame, recipient: str, reason: str | None) -> nw.LazyFrame:
@@ -415,9 +590,11 @@ def spread_idle(
     idle_weights = chosen.join(active, on="scope_key", how="inner").with_columns(
         _tie("owner_key", "_recipient").alias("_tie")
     )
-    spread = split_lines(
-        kept, idle_weights, line_key="charge_id", tie_key="_tie", money=MONEY
-    ).select(
+    if policy == "even":
+        spread = _split_even_by_owner(kept, idle_weights)
+    else:
+        spread = split_lines(kept, idle_weights, line_key="charge_id", tie_key="_tie", money=MONEY)
+    spread = spread.select(
         "charge_id",
         "workload_id",
         nw.when(nw.col("workload_id").is_null())
@@ -436,6 +613,30 @@ def spread_idle(
     stranded = kept.join(chosen, on="charge_id", how="anti")
     return nw.concat(
         [spread, whole_rows(stranded, "unowned", "no_active_workload_in_scope")], how="vertical"
+    )
+
+
+def _split_even_by_owner(kept: nw.LazyFrame, idle_weights: nw.LazyFrame) -> nw.LazyFrame:
+    """The ``even`` idle policy: each idle row split equally between the owners active in its
+    scope (ties by owner key), then each owner's part by weight between its recipients."""
+    owners = idle_weights.select("charge_id", "owner_key").unique()
+    halves = split_lines(
+        kept,
+        owners.with_columns(
+            nw.lit(1, nw.Int64).alias("weight"),
+            nw.concat_str([nw.lit("'"), nw.col("owner_key"), nw.lit("'")]).alias("_owner_tie"),
+        ),
+        line_key="charge_id",
+        tie_key="_owner_tie",
+        money=MONEY,
+    )
+    owner_line = nw.concat_str([nw.col("charge_id"), nw.col("owner_key")], separator="\x1f")
+    return split_lines(
+        halves.select(owner_line.alias("_owner_line"), *MONEY_COLUMNS),
+        idle_weights.with_columns(owner_line.alias("_owner_line")),
+        line_key="_owner_line",
+        tie_key="_tie",
+        money=MONEY,
     )
 
 

@@ -86,12 +86,18 @@ def _collect(frame: nw.LazyFrame, money: tuple[str, ...]) -> list[dict]:
     return out
 
 
-LINE_SCHEMA = {"charge_id": pa.string(), "capacity_gpu_ms": pa.int64()}
+LINE_SCHEMA = {
+    "charge_id": pa.string(),
+    "capacity_gpu_ms": pa.int64(),
+    "gpu_allocation_basis": pa.string(),
+    "complexity_weighting": pa.bool_(),
+}
 USAGE_SCHEMA = {
     "charge_id": pa.string(),
     "workload_id": pa.string(),
     "requested_gpu_ms": pa.int64(),
     "used_gpu_ms": pa.int64(),
+    "complexity_units": pa.int64(),
 }
 PRORATE_FIELDS = (
     "charge_id",
@@ -104,14 +110,31 @@ PRORATE_FIELDS = (
     "billed_cost",
     "effective_cost",
     "allocation_ratio",
+    "utilised_cost",
 )
+PRORATE_MONEY = (*lazy_allocation.MONEY, "utilised_cost")
 
 
 def _lazy_prorate(engine, lines, usages, basis):
-    lines_frame = engine(_money_table(lines, ("billed_cost", "effective_cost"), LINE_SCHEMA))
+    """The lazy prorate of row-core inputs: a line's ``allocation_ratio`` (when any line has one)
+    and a usage's ``complexity_weight`` (Decimal) cross as the lazy core's columns."""
+    money: tuple[str, ...] = ("billed_cost", "effective_cost")
+    if any("allocation_ratio" in line for line in lines):
+        money += ("allocation_ratio",)
+        lines = [{"allocation_ratio": D(1)} | line for line in lines]
+    usages = [
+        u
+        | {
+            "complexity_units": None
+            if u.get("complexity_weight") is None
+            else int(D(str(u["complexity_weight"])) * 1_000_000)
+        }
+        for u in usages
+    ]
+    lines_frame = engine(_money_table(lines, money, LINE_SCHEMA))
     usages_frame = engine(_money_table(usages, (), USAGE_SCHEMA))
     result = lazy_allocation.prorate_node_lines(lines_frame, usages_frame, basis)
-    return _collect(result, lazy_allocation.MONEY)
+    return _collect(result, PRORATE_MONEY)
 
 
 def _key(row):
@@ -188,15 +211,22 @@ def _random_fleet(seed: int):
                 "billed_cost": billed,
                 "effective_cost": effective,
                 "capacity_gpu_ms": capacity,
+                # a pool's own basis and complexity weighting; a GPU part's share of its line
+                "gpu_allocation_basis": rng.choice([None, None, "requested", "used", "max"]),
+                "complexity_weighting": rng.choice([None, False, True, True]),
+                "allocation_ratio": rng.choice([D(1), D(rng.randrange(1, 10**18)) / D(10**18)]),
             }
         )
         for _ in range(rng.randrange(0, 6)):
+            workload = rng.randrange(8)
             usages.append(
                 {
                     "charge_id": f"c{i:02d}",
-                    "workload_id": f"w{rng.randrange(8)}",
+                    "workload_id": f"w{workload}",
                     "requested_gpu_ms": rng.choice([0, 1, 3, rng.randrange(3_600_000 * 3)]),
                     "used_gpu_ms": rng.choice([None, 0, rng.randrange(3_600_000 * 2)]),
+                    # a workload class's weight (one per workload, as in the warehouse)
+                    "complexity_weight": [None, D("1.5"), D("0.25"), D("3")][workload % 4],
                 }
             )
     return lines, usages
@@ -228,8 +258,12 @@ def test_prorate_equals_row_core(engine, seed, basis):
         sums[row["charge_id"]][0] += row["billed_cost"]
         sums[row["charge_id"]][1] += row["allocation_ratio"]
     assert {c: v for c, v in sums.items()} == {
-        line["charge_id"]: [line["billed_cost"], D(1)] for line in lines
+        line["charge_id"]: [line["billed_cost"], line.get("allocation_ratio", D(1))]
+        for line in lines
     }
+    # the fleet reaches every branch: pool bases, complexity weighting, utilised cost
+    assert {r["allocation_basis"] for r in got} >= {basis, f"{basis}*complexity", "used*complexity"}
+    assert any(0 < r["utilised_cost"] < r["billed_cost"] for r in got)
 
 
 IDLE_SCHEMA = {"charge_id": pa.string()}
@@ -325,7 +359,7 @@ def _random_idle(seed: int):
     return idle_rows, weights
 
 
-@pytest.mark.parametrize("policy", ["proportional", "platform", "visible"])
+@pytest.mark.parametrize("policy", ["proportional", "even", "platform", "visible"])
 @pytest.mark.parametrize("seed", [3])
 def test_spread_idle_equals_row_core(engine, seed, policy):
     idle_rows, weights = _random_idle(seed)
@@ -341,10 +375,9 @@ def test_spread_idle_equals_row_core(engine, seed, policy):
         key=_idle_key,
     )
     assert got == expected
-    assert any(r["idle_reason"] == "no_active_workload_in_scope" for r in got) == (
-        policy == "proportional"
-    )
-    assert any(r["recipient"] == "owner" for r in got) == (policy == "proportional")
+    spreads = policy in ("proportional", "even")
+    assert any(r["idle_reason"] == "no_active_workload_in_scope" for r in got) == spreads
+    assert any(r["recipient"] == "owner" for r in got) == spreads
 
 
 def test_money_columns_round_trip_and_refuse_inexact():
@@ -352,6 +385,44 @@ def test_money_columns_round_trip_and_refuse_inexact():
         assert money_value(*money_columns(D(amount))) == D(amount)
     with pytest.raises(ValueError, match="decimal places"):
         money_columns(D("0.0000000000000000001"))
+
+
+def test_split_at_the_exact_bound_equals_row_core(engine):
+    """Weights summing to MAX_TOTAL_WEIGHT and amounts near the 64-bit limit: every long-division
+    step is then near 2**63 and the engines' double-precision divisions are at their least
+    precise; the shares must still equal the row core's to the 1e-18 unit."""
+    top = lazy_allocation.MAX_TOTAL_WEIGHT
+    lines = [
+        {
+            "charge_id": f"edge{i}",
+            "billed_cost": billed,
+            "effective_cost": -billed,
+            "capacity_gpu_ms": top if i == 0 else 0,
+        }
+        for i, billed in enumerate(
+            [D("9000000000000000000.999999999999999999"), D("-7777777777777777777.7"), D("1e-18")]
+        )
+    ]
+    usages = []
+    for line in lines:
+        for workload, weight in [("a", 1), ("b", top // 3), ("c", top - 1 - top // 3)]:
+            usages.append(
+                {
+                    "charge_id": line["charge_id"],
+                    "workload_id": workload,
+                    "requested_gpu_ms": weight - (workload == "c" and line["charge_id"] == "edge0"),
+                    "used_gpu_ms": weight // 7,
+                }
+            )
+    got = sorted(
+        (
+            {f: r[f] for f in PRORATE_FIELDS}
+            for r in _lazy_prorate(engine, lines, usages, "requested")
+        ),
+        key=_key,
+    )
+    assert got == _expected_prorate(lines, usages, "requested")
+    assert any(r["allocation_kind"] == "idle" for r in got)  # edge0: two milliseconds idle
 
 
 def test_split_beyond_the_exact_bound_fails_clearly(engine):
