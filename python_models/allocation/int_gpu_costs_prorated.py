@@ -1,16 +1,44 @@
 """Prorate the GPU part of every GPU node bill line across the workloads on that node
-(see gpucost.allocation; the CPU and memory parts: int_node_compute_costs_prorated)."""
+(see gpucost.allocation; the CPU and memory parts: int_node_compute_costs_prorated).
 
-from gpucost.allocation import prorate_node_lines
+Large inputs run on the lazy core (gpucost.lazy_allocation) inside DuckDB: relations in, a relation
+out; small ones, and a split beyond the lazy core's exact bound, on the row core (equal results; see
+gpucost.lazy_io.lazy_or_rows and var gpucost_lazy_min_rows).
+"""
+
+from gpucost import allocation, lazy_allocation, lazy_node_parts, node_parts
 from gpucost.arrow_io import PRORATED_SCHEMA, rows_of, table_of
-from gpucost.node_parts import gpu_part_lines
+from gpucost.lazy_io import from_lazy, input_rows, lazy_min_rows, lazy_or_rows, to_lazy
+
+PART_MONEY = ("billed_cost", "effective_cost", "allocation_ratio")
+# the task-complexity weight in millionths, rounded half to even as the row core does
+USAGE_COLUMNS = (
+    "charge_id, workload_id, requested_gpu_ms, used_gpu_ms,"
+    " cast(round_even(cast(complexity_weight as decimal(38, 18)) * 1000000, 0) as bigint)"
+    " as complexity_units"
+)
 
 
 def model(dbt, session):
     dbt.config(materialized="table")
-    lines = gpu_part_lines(
-        rows_of(dbt.ref("int_gpu_node_lines")), rows_of(dbt.ref("int_gpu_node_line_parts"))
-    )
-    usages = rows_of(dbt.ref("int_gpu_node_line_workloads"))
     basis = dbt.config.get("allocation_basis") or "requested"
-    return table_of(prorate_node_lines(lines, usages, basis=basis), PRORATED_SCHEMA)
+    lines = dbt.ref("int_gpu_node_lines")
+    parts = dbt.ref("int_gpu_node_line_parts")
+    usages = dbt.ref("int_gpu_node_line_workloads")
+
+    def lazy():
+        gpu_lines = lazy_node_parts.gpu_part_lines(
+            to_lazy(lines, ("billed_cost", "effective_cost")), to_lazy(parts, PART_MONEY)
+        )
+        prorated = lazy_allocation.prorate_node_lines(
+            gpu_lines, to_lazy(usages.project(USAGE_COLUMNS), ()), basis=basis
+        )
+        return from_lazy(prorated, PRORATED_SCHEMA, order_by=("charge_id", "workload_id"))
+
+    def rows():
+        gpu_lines = node_parts.gpu_part_lines(rows_of(lines), rows_of(parts))
+        prorated = allocation.prorate_node_lines(gpu_lines, rows_of(usages), basis=basis)
+        return table_of(prorated, PRORATED_SCHEMA)
+
+    size = input_rows(lines, usages)
+    return lazy_or_rows(lazy, rows, "int_gpu_costs_prorated", size, lazy_min_rows(dbt))

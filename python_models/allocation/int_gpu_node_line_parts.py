@@ -1,11 +1,29 @@
-"""Split every GPU node bill line into its GPU, CPU and memory parts (see gpucost.node_parts)."""
+"""Split every GPU node bill line into its GPU, CPU and memory parts (see gpucost.node_parts).
 
+Large inputs run on the lazy core (gpucost.lazy_node_parts) inside DuckDB: relations in, a relation
+out; small ones, and a split beyond the lazy core's exact bound, on the row core (equal results; see
+gpucost.lazy_io.lazy_or_rows and var gpucost_lazy_min_rows).
+"""
+
+from gpucost import lazy_node_parts, node_parts
 from gpucost.arrow_io import LINE_PARTS_SCHEMA, rows_of, table_of
-from gpucost.node_parts import split_line_parts
+from gpucost.lazy_io import from_lazy, input_rows, lazy_min_rows, lazy_or_rows, to_lazy
 
 
 def model(dbt, session):
     dbt.config(materialized="table")
-    lines = rows_of(dbt.ref("int_gpu_node_lines"))
-    weights = rows_of(dbt.ref("int_gpu_node_line_part_weights"))
-    return table_of(split_line_parts(lines, weights), LINE_PARTS_SCHEMA)
+    lines = dbt.ref("int_gpu_node_lines")
+    weights = dbt.ref("int_gpu_node_line_part_weights")
+
+    def lazy():
+        parts = lazy_node_parts.split_line_parts(
+            to_lazy(lines, ("billed_cost", "effective_cost")), to_lazy(weights, ())
+        )
+        return from_lazy(parts, LINE_PARTS_SCHEMA, order_by=("charge_id", "resource_part"))
+
+    def rows():
+        parts = node_parts.split_line_parts(rows_of(lines), rows_of(weights))
+        return table_of(parts, LINE_PARTS_SCHEMA)
+
+    size = input_rows(lines, weights)
+    return lazy_or_rows(lazy, rows, "int_gpu_node_line_parts", size, lazy_min_rows(dbt))

@@ -241,9 +241,14 @@ def check_weight_bound(weights: nw.LazyFrame, line_key: str) -> None:
         .item()
     )
     if biggest is not None and int(biggest) > MAX_TOTAL_WEIGHT:
-        raise ValueError(
+        raise WeightBoundError(
             f"a split's total weight {biggest} exceeds {MAX_TOTAL_WEIGHT}; use gpucost.allocation"
         )
+
+
+class WeightBoundError(ValueError):
+    """A split's total weight is beyond :data:`MAX_TOTAL_WEIGHT`: the row core
+    (:mod:`gpucost.allocation`, exact at any size) must do it."""
 
 
 def _tie(*columns: str) -> nw.Expr:
@@ -306,7 +311,7 @@ def _optional(frame: nw.LazyFrame, column: str, default: Any, dtype: Any) -> nw.
 
 
 def prorate_node_lines(
-    lines: nw.LazyFrame, usages: nw.LazyFrame, basis: str = "requested"
+    lines: nw.LazyFrame, usages: nw.LazyFrame, basis: str = "requested", *, utilised: bool = True
 ) -> nw.LazyFrame:
     """Lazy :func:`gpucost.allocation.prorate_node_lines`.
 
@@ -318,7 +323,8 @@ def prorate_node_lines(
     ``complexity_units`` (the task-complexity weight in millionths, > 0; null: 1,000,000).
     Returns ``charge_id``, ``workload_id`` (null for idle / unallocated), ``allocation_kind``,
     ``unallocated_reason``, ``allocation_basis``, ``basis_gpu_ms``, ``used_gpu_ms``, the three
-    amounts and ``utilised_cost`` as whole / frac pairs. Each line's rows sum to it exactly and
+    amounts and ``utilised_cost`` as whole / frac pairs (not with ``utilised=False``, which saves
+    its split where nobody reads it). Each line's rows sum to it exactly and
     equal the row core's (which takes a workload's last complexity on a line where it has several
     usage rows with different ones; this takes the largest: the warehouse has one per line).
     """
@@ -404,9 +410,10 @@ def prorate_node_lines(
     shares = nw.concat(stages, how="vertical").with_columns(
         nw.col("basis_gpu_ms").cast(nw.Int64), nw.col("used_gpu_ms").cast(nw.Int64)
     )
-    shares = _with_utilised_cost(shares).join(
-        lines.select("charge_id", "_recorded"), on="charge_id", how="inner"
-    )
+    extra = UTILISED_COLUMNS if utilised else ()
+    if utilised:
+        shares = _with_utilised_cost(shares)
+    shares = shares.join(lines.select("charge_id", "_recorded"), on="charge_id", how="inner")
     split = shares.select(
         "charge_id",
         "workload_id",
@@ -419,7 +426,7 @@ def prorate_node_lines(
         "basis_gpu_ms",
         "used_gpu_ms",
         *MONEY_COLUMNS,
-        *UTILISED_COLUMNS,
+        *extra,
     )
     unallocated = lines.filter((nw.col("_taken") + nw.col("_idle")) == 0).select(
         "charge_id",
@@ -430,7 +437,7 @@ def prorate_node_lines(
         nw.lit(0, nw.Int64).alias("basis_gpu_ms"),
         nw.lit(0, nw.Int64).alias("used_gpu_ms"),
         *MONEY_COLUMNS,
-        *(nw.lit(0, nw.Int64).alias(c) for c in UTILISED_COLUMNS),
+        *(nw.lit(0, nw.Int64).alias(c) for c in extra),
     )
     return nw.concat([split, unallocated], how="vertical")
 

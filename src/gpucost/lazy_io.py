@@ -13,13 +13,15 @@ with DuckDB's conversion error rather than losing digits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 
 import duckdb
 import narwhals as nw
 import pyarrow as pa
 
 from gpucost.arrow_io import MONEY
+from gpucost.lazy_allocation import WeightBoundError
 
 MONEY_SQL = "DECIMAL(38, 18)"
 _UNIT_SQL = "CAST('0.000000000000000001' AS DECIMAL(18, 18))"
@@ -97,3 +99,44 @@ def from_lazy(
     if order_by:
         out = out.order(", ".join(f"{quote(name)} NULLS FIRST" for name in order_by))
     return out
+
+
+LAZY_MIN_ROWS = 200_000
+"""Inputs of at least this many rows go to the lazy core (dbt var ``gpucost_lazy_min_rows``)."""
+
+
+def input_rows(*relations: duckdb.DuckDBPyRelation) -> int:
+    """The rows of a model's inputs, counted inside DuckDB."""
+    return sum(int(r.aggregate("count(*)").fetchall()[0][0]) for r in relations)
+
+
+def lazy_or_rows(
+    lazy: Callable[[], duckdb.DuckDBPyRelation],
+    rows: Callable[[], pa.Table],
+    model: str,
+    size: int,
+    min_rows: int | None = LAZY_MIN_ROWS,
+) -> duckdb.DuckDBPyRelation | pa.Table:
+    """A dbt Python model's result from its lazy core or its row core; both are exact and equal.
+
+    The lazy core (relations in, a relation out, no rows in Python) runs when the inputs hold at
+    least ``min_rows`` rows (``size``): its plans cost a few seconds whatever the data, the row core
+    costs per row. It also hands over to the row core when a split is beyond the lazy core's exact
+    bound (:class:`gpucost.lazy_allocation.WeightBoundError`); the row core is exact at any size,
+    only slower. The choice is printed to the dbt log, with the reason.
+    """
+    if min_rows is None or size < min_rows:
+        return rows()
+    try:
+        return lazy()
+    except WeightBoundError as exc:
+        print(f"{model}: {exc}; running the row core instead", file=sys.stderr, flush=True)
+        return rows()
+
+
+def lazy_min_rows(dbt) -> int | None:
+    """The model's ``lazy_min_rows`` config (var ``gpucost_lazy_min_rows``; empty: never lazy)."""
+    value = dbt.config.get("lazy_min_rows")
+    if value in (None, "", "None", "none", "null"):
+        return None
+    return int(value)

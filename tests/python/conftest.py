@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import decimal
+import os
 import shutil
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import narwhals as nw
 import pytest
 
 # pytest-xdist's workers run under execnet, whose `__main__` has neither `__spec__` nor
@@ -107,6 +109,39 @@ def real_focus_warehouse(tmp_path_factory) -> Warehouse:
 # warehouse run on one worker so each session fixture is built once; other tests go by module, keeping
 # module-scoped fixtures on one worker too.
 _SHARED_BUILDS = ("generated_warehouse", "real_focus_warehouse")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local PySpark session for the lazy cores' tests (one per test process)."""
+    if os.environ.get("GPUCOST_REQUIRE_SPARK") == "1":
+        import pyspark  # noqa: F401
+    pyspark_sql = pytest.importorskip("pyspark.sql", reason="pip install -e '.[spark]'")
+    session = (
+        pyspark_sql.SparkSession.builder.master("local[1]")
+        .appName("gpucost-lazy-allocation-tests")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        # the long-division plans have many aliased expressions: constraint propagation is
+        # exponential in them (as for the spark target, profiles.yml)
+        .config("spark.sql.constraintPropagation.enabled", "false")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(params=["duckdb", "pyspark"])
+def engine(request):
+    """Turns a pyarrow table into a narwhals LazyFrame on the engine under test."""
+    if request.param == "duckdb":
+        con = duckdb.connect()
+        yield lambda table: nw.from_native(con.from_arrow(table))
+        con.close()
+    else:
+        session = request.getfixturevalue("spark")
+        yield lambda table: nw.from_native(session.createDataFrame(table))
 
 
 @pytest.hookimpl(tryfirst=True)

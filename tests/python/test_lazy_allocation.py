@@ -9,12 +9,10 @@ Set GPUCOST_REQUIRE_SPARK=1 (scripts/test.sh does) to fail rather than skip with
 
 from __future__ import annotations
 
-import os
 import random
 from collections import defaultdict
 from decimal import Decimal
 
-import duckdb
 import narwhals as nw
 import pyarrow as pa
 import pytest
@@ -25,38 +23,6 @@ from gpucost.lazy_allocation import money_columns, money_value
 D = Decimal
 
 pytestmark = pytest.mark.xdist_group("spark")
-
-
-@pytest.fixture(scope="module")
-def spark():
-    if os.environ.get("GPUCOST_REQUIRE_SPARK") == "1":
-        import pyspark  # noqa: F401
-    pyspark_sql = pytest.importorskip("pyspark.sql", reason="pip install -e '.[spark]'")
-    session = (
-        pyspark_sql.SparkSession.builder.master("local[1]")
-        .appName("gpucost-lazy-allocation-tests")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        # the long-division plans have many aliased expressions: constraint propagation is
-        # exponential in them (as for the spark target, profiles.yml)
-        .config("spark.sql.constraintPropagation.enabled", "false")
-        .getOrCreate()
-    )
-    yield session
-    session.stop()
-
-
-@pytest.fixture(params=["duckdb", "pyspark"])
-def engine(request):
-    """Turns a pyarrow table into a narwhals LazyFrame on the engine under test."""
-    if request.param == "duckdb":
-        con = duckdb.connect()
-        yield lambda table: nw.from_native(con.from_arrow(table))
-        con.close()
-    else:
-        session = request.getfixturevalue("spark")
-        yield lambda table: nw.from_native(session.createDataFrame(table))
 
 
 def _money_table(rows: list[dict], money: tuple[str, ...], schema: dict[str, pa.DataType]):

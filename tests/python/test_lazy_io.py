@@ -13,8 +13,8 @@ import pytest
 
 from gpucost import storage
 from gpucost.arrow_io import MONEY, VOLUME_CLAIM_SCHEMA, table_of
-from gpucost.lazy_allocation import allocate_volume_lines, money_columns
-from gpucost.lazy_io import from_lazy, to_lazy
+from gpucost.lazy_allocation import WeightBoundError, allocate_volume_lines, money_columns
+from gpucost.lazy_io import from_lazy, lazy_or_rows, to_lazy
 
 D = Decimal
 MAX = D("99999999999999999999.999999999999999999")  # the largest DECIMAL(38, 18)
@@ -155,3 +155,34 @@ def test_volume_model_path_equals_row_core(con):
     assert got.to_pylist() == expected.to_pylist()
     assert any(row["allocation_kind"] == "unallocated" for row in got.to_pylist())
     assert sum(row["allocation_kind"] == "usage" for row in got.to_pylist()) >= 5
+
+
+def test_lazy_or_rows_picks_the_core_by_size_and_hands_over_beyond_the_bound(capsys):
+    calls = []
+
+    def lazy():
+        calls.append("lazy")
+        return "lazy"
+
+    def rows():
+        calls.append("rows")
+        return "rows"
+
+    assert lazy_or_rows(lazy, rows, "m", size=199_999, min_rows=200_000) == "rows"
+    assert lazy_or_rows(lazy, rows, "m", size=200_000, min_rows=200_000) == "lazy"
+    assert lazy_or_rows(lazy, rows, "m", size=10**9, min_rows=None) == "rows"
+    assert calls == ["rows", "lazy", "rows"]
+
+    def too_big():
+        raise WeightBoundError("a split's total weight 9 exceeds 8")
+
+    assert lazy_or_rows(too_big, rows, "int_x", size=5, min_rows=0) == "rows"
+    assert (
+        "int_x: a split's total weight 9 exceeds 8; running the row core" in capsys.readouterr().err
+    )
+
+    def broken():
+        raise ValueError("unknown allocation basis 'median'")
+
+    with pytest.raises(ValueError, match="median"):  # other errors are not swallowed
+        lazy_or_rows(broken, rows, "int_x", size=5, min_rows=0)
