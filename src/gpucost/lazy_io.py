@@ -101,7 +101,7 @@ def from_lazy(
     return out
 
 
-LAZY_MIN_ROWS = 200_000
+LAZY_MIN_ROWS = 100_000
 """Inputs of at least this many rows go to the lazy core (dbt var ``gpucost_lazy_min_rows``)."""
 
 
