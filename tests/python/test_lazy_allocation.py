@@ -428,19 +428,13 @@ VOLUME_FIELDS = (
 )
 
 
-def test_volume_lines_equal_row_core(engine):
-    # golden: 9.00 held 2 h by a and 1 h by b; a disk whose claim no pod held
-    lines = [
-        {"charge_id": "g1", "billed_cost": D("9"), "effective_cost": D("9")},
-        {"charge_id": "g2", "billed_cost": D("4.2"), "effective_cost": D("4"), "claim_ids": "ns/c"},
-    ]
-    mounts = [
-        {"charge_id": "g1", "workload_id": "a", "mounted_ms": 7_200_000},
-        {"charge_id": "g1", "workload_id": "b", "mounted_ms": 3_600_000},
-    ]
-    # random lines with 18-decimal amounts and credits, claims, volumes, repeated and empty mounts
-    rng = random.Random(5)
-    for i in range(15):
+def random_volume_fleet(seed: int, count: int) -> tuple[list[dict], list[dict]]:
+    """Volume lines with 18-decimal amounts and credits, claims, volumes, and repeated, empty and
+    null mounts (row-core inputs)."""
+    lines: list[dict] = []
+    mounts: list[dict] = []
+    rng = random.Random(seed)
+    for i in range(count):
         billed = D(rng.randrange(-(10**5), 10**8)) / 1000 + D(rng.randrange(10**12)) / D(10**18)
         lines.append(
             {
@@ -460,6 +454,22 @@ def test_volume_lines_equal_row_core(engine):
                     "mounted_ms": rng.choice([0, None, 1, 3, rng.randrange(3_600_000 * 24)]),
                 }
             )
+    return lines, mounts
+
+
+def test_volume_lines_equal_row_core(engine):
+    # golden: 9.00 held 2 h by a and 1 h by b; a disk whose claim no pod held
+    lines = [
+        {"charge_id": "g1", "billed_cost": D("9"), "effective_cost": D("9")},
+        {"charge_id": "g2", "billed_cost": D("4.2"), "effective_cost": D("4"), "claim_ids": "ns/c"},
+    ]
+    mounts = [
+        {"charge_id": "g1", "workload_id": "a", "mounted_ms": 7_200_000},
+        {"charge_id": "g1", "workload_id": "b", "mounted_ms": 3_600_000},
+    ]
+    more_lines, more_mounts = random_volume_fleet(5, 15)
+    lines += more_lines
+    mounts += more_mounts
     money = ("billed_cost", "effective_cost")
     result = lazy_allocation.allocate_volume_lines(
         engine(_money_table(lines, money, VOLUME_LINE_SCHEMA)),

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import random
 from decimal import Decimal
 
 import pyarrow as pa
@@ -12,6 +11,7 @@ import pytest
 from gpucost import spark_io, storage
 from gpucost.arrow_io import MONEY, VOLUME_CLAIM_SCHEMA
 from gpucost.lazy_allocation import allocate_volume_lines
+from tests.python.test_lazy_allocation import random_volume_fleet
 
 D = Decimal
 
@@ -65,28 +65,7 @@ def test_an_amount_beyond_64_bits_fails_with_its_column(spark):
 
 def test_volume_lines_on_spark_decimals_equal_row_core(spark):
     """A dbt-databricks model's path: DECIMAL DataFrames in, the lazy core, a DECIMAL DataFrame out."""
-    rng = random.Random(8)
-    lines, mounts = [], []
-    for i in range(10):
-        billed = D(rng.randrange(-(10**5), 10**8)) / 1000 + D(rng.randrange(10**12)) / D(10**18)
-        lines.append(
-            {
-                "charge_id": f"v{i}",
-                "billed_cost": billed,
-                "effective_cost": (billed * D("0.9")).quantize(D("1e-18")),
-                "claim_ids": rng.choice([None, "ns/claim-a"]),
-                "persistent_volume_ids": None,
-                "volume_key": "vol-1",
-            }
-        )
-        for _ in range(rng.choice([0, 1, 3])):
-            mounts.append(
-                {
-                    "charge_id": f"v{i}",
-                    "workload_id": f"p{rng.randrange(4)}",
-                    "mounted_ms": rng.randrange(1, 3_600_000 * 24),
-                }
-            )
+    lines, mounts = random_volume_fleet(8, 10)
     line_schema = pa.schema(
         [
             ("charge_id", pa.string()),
