@@ -297,9 +297,9 @@ def checkpoint(frame: nw.LazyFrame) -> nw.LazyFrame:
     return frame
 
 
-def _first(frame: nw.LazyFrame, column: str) -> Any:
-    """One value of ``column`` (None when the frame is empty): for error messages and checks."""
-    rows = frame.select(column).head(1).collect().get_column(column).to_list()
+def _first(frame: nw.LazyFrame, *columns: str) -> tuple[Any, ...] | None:
+    """One row's ``columns`` (None when the frame is empty): for error messages and checks."""
+    rows = frame.select(*columns).head(1).collect().rows()
     return rows[0] if rows else None
 
 
@@ -336,11 +336,10 @@ def prorate_node_lines(
         _optional(lines, "gpu_allocation_basis", basis, nw.String).alias("_basis"),
         _optional(lines, "complexity_weighting", False, nw.Boolean).alias("_weighting"),
     )
-    unknown = lines.filter(~nw.col("_basis").is_in(BASES))
-    if _first(unknown, "charge_id") is not None:
+    unknown = _first(lines.filter(~nw.col("_basis").is_in(BASES)), "_basis", "charge_id")
+    if unknown is not None:
         raise ValueError(
-            f"unknown allocation basis {_first(unknown, '_basis')!r} on line"
-            f" {_first(unknown, 'charge_id')}; expected one of {BASES}"
+            f"unknown allocation basis {unknown[0]!r} on line {unknown[1]}; expected one of {BASES}"
         )
     requested = nw.col("requested_gpu_ms").fill_null(0).cast(nw.Int64)
     used = nw.col("used_gpu_ms").fill_null(0).cast(nw.Int64)
@@ -357,9 +356,9 @@ def prorate_node_lines(
         used.alias("_used"),
         _optional(usages, "complexity_units", COMPLEXITY_UNIT, nw.Int64).alias("_cx"),
     ).filter(nw.col("_w") > 0)
-    if _first(taking.filter(nw.col("_cx") <= 0), "_cx") is not None:
-        bad = _first(taking.filter(nw.col("_cx") <= 0), "_cx")
-        raise ValueError(f"complexity weight must be positive, got {bad / COMPLEXITY_UNIT}")
+    bad = _first(taking.filter(nw.col("_cx") <= 0), "_cx")
+    if bad is not None:
+        raise ValueError(f"complexity weight must be positive, got {bad[0] / COMPLEXITY_UNIT}")
     workloads = (
         taking.group_by("charge_id", "workload_id")
         .agg(
