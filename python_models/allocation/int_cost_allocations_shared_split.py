@@ -1,16 +1,45 @@
-"""Split the allocation rows of shared workloads across their consumers (gpucost.allocation)."""
+"""Split the allocation rows of shared workloads across their consumers (gpucost.allocation).
+
+Large inputs run on the lazy core (gpucost.lazy_spread.split_shared_workloads) inside DuckDB:
+relations in, a relation out, money and the share weights as exact whole / frac BIGINT pairs
+(gpucost.lazy_io; weights count in micro-units, gpucost.allocation.weight_units); small ones, and a
+split beyond the lazy core's exact bound, on the row core (equal results; see
+gpucost.lazy_io.lazy_or_rows and var gpucost_lazy_min_rows).
+"""
 
 from gpucost.allocation import split_shared_workloads
 from gpucost.arrow_io import PLACED_SCHEMA, rows_of, table_of
+from gpucost.lazy_io import from_lazy, input_rows, lazy_min_rows, lazy_or_rows, to_lazy
+from gpucost.lazy_spread import split_shared_workloads as lazy_split_shared_workloads
 
 
 def model(dbt, session):
     dbt.config(materialized="table")
-    shares = rows_of(dbt.ref("int_workload_shares"))
-    placed = dbt.ref("int_cost_allocations_placed")
-    ids = sorted({s["workload_id"] for s in shares})
-    if not ids:
-        return table_of([], PLACED_SCHEMA)
-    quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
-    rows = rows_of(placed.filter(f"workload_id in ({quoted})"))
-    return table_of(split_shared_workloads(rows, shares), PLACED_SCHEMA)
+    shares = dbt.ref("int_workload_shares")
+    # only the rows of shared workloads are split: the rest pass by in int_cost_allocations
+    shared = shares.filter("workload_id is not null").project("workload_id").distinct()
+    placed = dbt.ref("int_cost_allocations_placed").join(shared, "workload_id", how="semi")
+
+    def lazy():
+        split = lazy_split_shared_workloads(
+            to_lazy(placed, ("allocation_ratio", "billed_cost", "effective_cost")),
+            to_lazy(shares, ("weight",)),
+        )
+        return from_lazy(
+            split,
+            PLACED_SCHEMA,
+            order_by=(
+                "charge_id",
+                "workload_id",
+                "allocation_basis",
+                "allocation_kind",
+                "team_id",
+                "project_id",
+            ),
+        )
+
+    def rows():
+        return table_of(split_shared_workloads(rows_of(placed), rows_of(shares)), PLACED_SCHEMA)
+
+    size = input_rows(placed, shares)
+    return lazy_or_rows(lazy, rows, "int_cost_allocations_shared_split", size, lazy_min_rows(dbt))

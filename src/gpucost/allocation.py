@@ -48,13 +48,27 @@ def _split_row(
     }
 
 
-def _weight_units(weight: Decimal | int | None) -> int:
-    """A weight as an integer: money weights (``Decimal``) in 1e-18 units, counts as they are."""
+WEIGHT_SCALE = 6
+"""Decimal places share weights count in (:func:`spread_shared`, :func:`split_shared_workloads`)."""
+
+_WEIGHT_UNIT = UNIT // 10**WEIGHT_SCALE
+
+
+def weight_units(weight: Decimal | int | str | None) -> int:
+    """A share weight (an owner's cost, a declared weight, a read count) as whole micro-units.
+
+    The weight times 1e6, truncated toward zero: ``Decimal("30.1234567")`` -> 30,123,456, ``3`` ->
+    3,000,000; ``None`` -> 0. Weights are relative: only their digits past the sixth decimal are
+    lost. The unit keeps a scope's total within 64 bits, which the lazy core
+    (:mod:`gpucost.lazy_spread`) splits by: there a total is bounded by
+    ``lazy_allocation.MAX_TOTAL_WEIGHT`` micro-units. A weight below 1e-6 counts as zero (ignored).
+    A weight with more than 18 decimals (a binary float) raises ``ValueError``, as money does.
+    """
     if weight is None:
         return 0
-    if isinstance(weight, Decimal):
-        return to_units(weight)
-    return int(weight)
+    units = to_units(weight)
+    micro = abs(units) // _WEIGHT_UNIT
+    return -micro if units < 0 else micro
 
 
 def basis_weight(requested_gpu_ms: int | None, used_gpu_ms: int | None, basis: str) -> int:
@@ -397,7 +411,8 @@ def spread_shared(lines: Iterable[Row], weights: Iterable[Row]) -> list[Row]:
     ``lines``: ``charge_id``, ``billed_cost``, ``effective_cost``, ``scope_keys`` (a list of
     scopes from narrow to wide, e.g. the billing account's period, then the whole period).
     ``weights``: ``scope_key``, ``recipient_id``, ``weight`` (an owner's placed cost in the
-    scope, a ``Decimal`` amount or integer units; non-positive weights are ignored).
+    scope, a ``Decimal`` amount), counted in whole micro-units (:func:`weight_units`: times 1e6,
+    truncated toward zero); a weight that is not positive in those units (below 1e-6) is ignored.
 
     Each line goes to the first scope with a positive total weight, in proportion to the
     weights; a line with no such scope is one row with ``recipient_id`` None and the reason
@@ -405,7 +420,7 @@ def spread_shared(lines: Iterable[Row], weights: Iterable[Row]) -> list[Row]:
     """
     scopes: dict[str, dict[tuple[str], int]] = defaultdict(dict)
     for row in weights:
-        weight = _weight_units(row["weight"])
+        weight = weight_units(row["weight"])
         if weight > 0:
             scope = scopes[row["scope_key"]]
             key = (row["recipient_id"],)
@@ -448,22 +463,44 @@ def spread_shared(lines: Iterable[Row], weights: Iterable[Row]) -> list[Row]:
 def split_shared_workloads(rows: Iterable[Row], shares: Iterable[Row]) -> list[Row]:
     """Split the allocation rows of shared workloads across their consuming projects.
 
-    ``shares`` holds (workload_id, team_id, project_id, weight, share_id) per consumer. Every row of
-    a shared workload becomes one row per consumer; the consumers' billed cost, effective cost and
-    ratio sum exactly to the row's (largest remainder in 1e-18 units), so each bill line still sums
-    to itself. Unallocated GPU rows of the workload become usage / idle rows of the consumers.
-    Rows of other workloads are not returned.
+    ``shares`` holds (workload_id, team_id, project_id, weight, share_id) per consumer; weights
+    count in whole micro-units (:func:`weight_units`: times 1e6, truncated toward zero) and one
+    that is not positive in those units is ignored. A consumer listed twice for a workload (two
+    declarations naming the same project) is one consumer with the summed weight and the smallest
+    share_id. Every row of a shared workload becomes one row per consumer; the consumers' billed
+    cost, effective cost and ratio sum exactly to the row's (largest remainder in 1e-18 units, ties
+    by (team_id, project_id)), so each bill line still sums to itself. Unallocated GPU rows of the
+    workload become usage / idle rows of the consumers. Rows of other workloads (and shares without
+    a workload_id) are not returned.
+    A shared workload none of whose consumers weighs at least 1e-6 raises ``ValueError`` (its rows
+    would be lost: int_workload_shares leaves such weights out).
     """
-    by_workload: dict[str, list[Row]] = {}
+    by_workload: dict[str, dict[tuple[str, str], int]] = {}
+    ids: dict[tuple[str, tuple[str, str]], str] = {}
     for share in shares:
-        by_workload.setdefault(share["workload_id"], []).append(share)
+        if share["workload_id"] is None:
+            continue
+        consumers = by_workload.setdefault(share["workload_id"], {})
+        weight = weight_units(share["weight"])
+        if weight > 0:
+            key = (share["team_id"], share["project_id"])
+            consumers[key] = consumers.get(key, 0) + weight
+            share_id, known = share["share_id"], (share["workload_id"], key)
+            # the smallest share_id, nulls last (SQL min)
+            if (
+                known not in ids
+                or ids[known] is None
+                or (share_id is not None and share_id < ids[known])
+            ):
+                ids[known] = share_id
+    weightless = sorted(w for w, consumers in by_workload.items() if not consumers)
+    if weightless:
+        raise ValueError(f"shared workloads without a consumer weighing 1e-6 or more: {weightless}")
     out: list[Row] = []
     for row in rows:
-        consumers = by_workload.get(row.get("workload_id"))
-        if not consumers:
+        weights = by_workload.get(row.get("workload_id"))
+        if not weights:
             continue
-        weights = {(c["team_id"], c["project_id"]): _weight_units(c["weight"]) for c in consumers}
-        ids = {(c["team_id"], c["project_id"]): c["share_id"] for c in consumers}
         parts = _split_row(
             row["billed_cost"],
             row["effective_cost"],
@@ -483,7 +520,7 @@ def split_shared_workloads(rows: Iterable[Row], shares: Iterable[Row]) -> list[R
                     "project_id": key[1],
                     "allocation_kind": kind,
                     "attribution_method": "shared_workload",
-                    "attribution_rule_id": ids[key],
+                    "attribution_rule_id": ids[row["workload_id"], key],
                     "attribution_confidence": 1.0,
                     "unallocated_reason": None,
                     "billed_cost": billed,

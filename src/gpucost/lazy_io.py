@@ -76,6 +76,24 @@ def to_lazy(relation: duckdb.DuckDBPyRelation, money: Sequence[str]) -> nw.LazyF
     return nw.from_native(relation.project(", ".join(select)))
 
 
+def list_elements(
+    relation: duckdb.DuckDBPyRelation,
+    key: str,
+    column: str,
+    position: str = "scope_rank",
+    value: str = "scope_key",
+) -> nw.LazyFrame:
+    """The long frame of a list column for the lazy core: one row per element, ``key``, its
+    1-based ``position`` in the list (``BIGINT``) and the element as ``value``; an empty or null
+    list has no rows (as the row core's ``row[column] or ()``)."""
+    return nw.from_native(
+        relation.project(
+            f"{quote(key)}, generate_subscripts({quote(column)}, 1) AS {quote(position)},"
+            f" unnest({quote(column)}) AS {quote(value)}"
+        )
+    )
+
+
 def from_lazy(
     frame: nw.LazyFrame, schema: pa.Schema, order_by: Sequence[str] = ()
 ) -> duckdb.DuckDBPyRelation:

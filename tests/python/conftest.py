@@ -126,6 +126,9 @@ def spark():
         # the long-division plans have many aliased expressions: constraint propagation is
         # exponential in them (as for the spark target, profiles.yml)
         .config("spark.sql.constraintPropagation.enabled", "false")
+        # whole-stage code generation of these plans takes longer to compile than a few rows take
+        # to interpret (a reservation plan: 30 s with it, 15 s without); results do not depend on it
+        .config("spark.sql.codegen.wholeStage", "false")
         .getOrCreate()
     )
     yield session

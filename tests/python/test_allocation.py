@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpucost.allocation import prorate_node_lines, spread_idle, spread_shared
+from gpucost.allocation import (
+    prorate_node_lines,
+    split_shared_workloads,
+    spread_idle,
+    spread_shared,
+    weight_units,
+)
 from gpucost.money import from_units
 
 D = Decimal
@@ -209,6 +215,65 @@ def test_shared_uses_the_narrowest_scope_with_owners():
         assert (billed, effective, ratio) == (line["billed_cost"], line["effective_cost"], 1)
 
 
+def test_share_weights_count_in_whole_micro_units():
+    # times 1e6, truncated toward zero: the lazy core (gpucost.lazy_spread) splits by 64-bit totals
+    assert [weight_units(w) for w in (None, D("1e-18"), D("0.000000999"), D("0.000001"))] == [
+        0,
+        0,
+        0,
+        1,
+    ]
+    assert weight_units(D("30.1234567")) == 30_123_456
+    assert weight_units(3) == weight_units(D(3)) == 3_000_000
+    assert weight_units(D("-0.0000015")) == -1
+    lines = [{"charge_id": "s", "billed_cost": D(4), "effective_cost": D(4), "scope_keys": ["a"]}]
+    weights = [
+        {"scope_key": "a", "recipient_id": "x|1", "weight": D("3.0000009")},  # counts as 3
+        {"scope_key": "a", "recipient_id": "y|2", "weight": D("1")},
+        {"scope_key": "a", "recipient_id": "z|3", "weight": D("0.0000009")},  # below 1e-6: ignored
+    ]
+    rows = {r["recipient_id"]: r["billed_cost"] for r in spread_shared(lines, weights)}
+    assert rows == {"x|1": D(3), "y|2": D(1)}
+    # a scope whose weights are all below 1e-6 has no owner: the wider scope (or none) takes it
+    only_tiny = [{"scope_key": "a", "recipient_id": "z|3", "weight": D("0.0000009")}]
+    (row,) = spread_shared(lines, only_tiny)
+    assert row["unallocated_reason"] == "no_owner_cost_in_period"
+
+
+def _share(project, weight, share_id="s", workload="w"):
+    return {
+        "workload_id": workload,
+        "team_id": "nlp",
+        "project_id": project,
+        "weight": D(weight),
+        "share_id": share_id,
+    }
+
+
+def test_shared_workload_consumers_sum_and_ignore_weightless_ones():
+    row = {
+        "charge_id": "c1",
+        "workload_id": "w",
+        "allocation_kind": "usage",
+        "billed_cost": D(8),
+        "effective_cost": D(8),
+        "allocation_ratio": D(1),
+    }
+    shares = [
+        _share("rag-search", "1", "share-b"),
+        _share("rag-search", "2", "share-a"),  # named twice: one consumer, 1 + 2, smallest id
+        _share("summarizer", "1"),
+        _share("translate-v3", "0.0000009"),  # below 1e-6: no row
+    ]
+    out = {r["project_id"]: r for r in split_shared_workloads([row], shares)}
+    assert {p: (r["billed_cost"], r["attribution_rule_id"]) for p, r in out.items()} == {
+        "rag-search": (D(6), "share-a"),
+        "summarizer": (D(2), "s"),
+    }
+    with pytest.raises(ValueError, match=r"1e-6 or more: \['v'\]"):
+        split_shared_workloads([row], [_share("x", "0.0000009", workload="v")])
+
+
 # --- invariants ----------------------------------------------------------------------------------
 
 money = st.decimals(min_value=-(10**19), max_value=10**19, places=18, allow_nan=False)
@@ -308,8 +373,8 @@ def test_shared_spreading_conserves_each_line(amounts, owner_costs):
     sums = totals(rows)
     for line in lines:
         assert sums[line["charge_id"]] == [line["billed_cost"], line["effective_cost"], 1]
-    for row in rows:
-        assert row["recipient_id"] is None or owner_costs[row["recipient_id"]] > 0
+    for row in rows:  # weights count in whole micro-units: smaller ones are ignored
+        assert row["recipient_id"] is None or owner_costs[row["recipient_id"]] >= D("0.000001")
 
 
 def test_utilised_share_is_an_exact_split_of_the_usage_cost():

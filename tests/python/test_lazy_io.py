@@ -14,7 +14,7 @@ import pytest
 from gpucost import storage
 from gpucost.arrow_io import MONEY, VOLUME_CLAIM_SCHEMA, table_of
 from gpucost.lazy_allocation import WeightBoundError, allocate_volume_lines, money_columns
-from gpucost.lazy_io import from_lazy, lazy_or_rows, to_lazy
+from gpucost.lazy_io import from_lazy, lazy_or_rows, list_elements, to_lazy
 
 D = Decimal
 MAX = D("99999999999999999999.999999999999999999")  # the largest DECIMAL(38, 18)
@@ -101,6 +101,19 @@ def test_bad_arguments(con):
         from_lazy(frame, pa.schema([("x", pa.int32())]))
     with pytest.raises(TypeError, match="on DuckDB"):
         from_lazy(nw.from_native(pa.table({"x": [1]})).lazy(), pa.schema([("x", pa.int64())]))
+
+
+def test_list_elements_is_the_long_frame_of_a_list_column(con):
+    relation = con.sql(
+        "select * from (values ('a', ['x', 'y', null, 'x']), ('b', []), ('c', null), ('d', ['z']))"
+        " as t(charge_id, scope_keys)"
+    )
+    frame = list_elements(relation, "charge_id", "scope_keys")
+    assert frame.collect_schema().names() == ["charge_id", "scope_rank", "scope_key"]
+    rows = frame.sort("charge_id", "scope_rank").collect(backend="pyarrow").to_native().to_pylist()
+    assert [tuple(r.values()) for r in rows] == [
+        ("a", 1, "x"), ("a", 2, "y"), ("a", 3, None), ("a", 4, "x"), ("d", 1, "z"),
+    ]  # fmt: skip
 
 
 def test_volume_model_path_equals_row_core(con):
