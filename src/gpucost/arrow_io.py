@@ -150,14 +150,18 @@ PLACED_SCHEMA = pa.schema(
 
 
 def rows_of(relation_or_table: Any) -> list[dict[str, Any]]:
-    """Rows of an Arrow table, or of anything with ``.arrow()`` / ``.to_arrow_table()``.
+    """Rows of an Arrow table, or of anything with ``.arrow()`` / ``.to_arrow_table()`` /
+    ``.toArrow()``.
 
-    A DuckDB relation is read through Arrow, so DECIMAL columns arrive as ``Decimal``.
+    A DuckDB relation (or a PySpark DataFrame, collected to the driver: ``toArrow``, PySpark 4) is
+    read through Arrow, so DECIMAL columns arrive as ``Decimal``.
     """
     table = relation_or_table
     if not isinstance(table, pa.Table):
         if hasattr(table, "to_arrow_table"):
             table = table.to_arrow_table()
+        elif hasattr(table, "toArrow"):
+            table = table.toArrow()
         elif hasattr(table, "arrow"):
             table = table.arrow()
         if isinstance(table, pa.RecordBatchReader):

@@ -91,3 +91,31 @@ def test_volume_lines_on_spark_decimals_equal_row_core(spark):
         key=lambda r: (r["charge_id"], r["workload_id"] or ""),
     )
     assert got == [{f: r[f] for f in VOLUME_CLAIM_SCHEMA.names} for r in expected]
+
+
+def test_attribution_trains_and_scores_the_same_from_a_spark_dataframe(spark):
+    """The learned attribution has no lazy form (it trains in memory on one row per workload): on
+    Spark its model collects the features to the driver (arrow_io.rows_of reads a DataFrame through
+    toArrow) and returns its table to Spark. Both crossings change nothing: the same rows in, the
+    same predictions, and the same scored table back out of Spark."""
+    from gpucost.arrow_io import ATTRIBUTION_SCHEMA, rows_of, table_of
+    from gpucost.attribution import attribute, attribution_rows
+    from tests.python.test_attribution import PROJECTS, _records
+
+    records = _records(400, seed=3)
+    for i, record in enumerate(records):
+        record["image_digest"] = None if i % 4 else f"sha256:{i % 7:064x}"
+        record["util_mean"] = None if i % 9 == 0 else 37.5 + i % 11
+        if i % 3 == 0:
+            record["known_project_id"] = None
+    frame = spark.createDataFrame(pa.Table.from_pylist(records))
+    collected = rows_of(frame)
+    assert collected == records
+    kwargs = {"training_days": None, "holdout_fraction": 0.2, "seed": 1, "explain_below": 0.9}
+    on_spark = attribute(collected, PROJECTS, **kwargs)
+    local = attribute(records, PROJECTS, **kwargs)
+    assert on_spark.predictions == local.predictions and on_spark.holdout == local.holdout
+    assert len(on_spark.predictions) == 134
+    table = table_of(attribution_rows(on_spark), ATTRIBUTION_SCHEMA)
+    back = rows_of(spark.createDataFrame(table))
+    assert back == table.to_pylist() and len(back) > len(on_spark.predictions)

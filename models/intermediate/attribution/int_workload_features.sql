@@ -102,7 +102,7 @@ hourly as (
         usage.workload_id,
         usage.hour_start_epoch,
         max(nodes.gpu_model) as gpu_model,
-        sum(usage.gpu_count) as gpu_count,
+        cast(sum(usage.gpu_count) as bigint) as gpu_count,
         -- utilisation in integer micro-percent: the summary below is then exact integer arithmetic
         cast(round(
             {{ double_literal('100000000.0') }} * sum(usage.used_gpu_ms) / nullif(sum(usage.gpu_ms), 0)
