@@ -250,17 +250,9 @@ IDLE_WEIGHT_SCHEMA = {
     "recipient_group": pa.string(),
     "weight": pa.int64(),
 }
+# the model's columns (checked below), money compared as Decimal
 IDLE_SPREAD_FIELDS = (
-    "charge_id",
-    "workload_id",
-    "recipient_group",
-    "recipient",
-    "reservation_id",
-    "team_id",
-    "project_id",
-    "scope_key",
-    "idle_policy",
-    "idle_reason",
+    *(c for c in lazy_spread.IDLE_SPREAD_COLUMNS if c not in lazy_allocation.MONEY_COLUMNS),
     *MONEY,
 )
 
