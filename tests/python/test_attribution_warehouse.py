@@ -230,9 +230,9 @@ def test_benchmark_command_scores_untagged_pods_against_the_truth(tmp_path, caps
         creators = con.sql(
             "select distinct creator_username, creator_user_id from staging.stg_kube__pod_specs"
         ).fetchall()
-        (with_creator,) = con.sql(
+        [(with_creator,)] = con.sql(
             "select count(*) from intermediate.int_workload_features where creator_user_id is not null"
-        ).fetchone()
+        ).fetchall()
     # the webhook's annotation (half the clusters by default) reaches the model's features: a
     # person as the user label's form, a service account as nobody, no webhook as null
     assert with_creator > 0
