@@ -357,7 +357,9 @@
     {{ return({
         'containers': containers,
         'volumes': volumes,
-        'pod': 'struct(metadata struct(name varchar, namespace varchar, uid varchar), spec struct(containers '
+        'annotations': 'map(varchar, varchar)',
+        'pod': 'struct(metadata struct(name varchar, namespace varchar, uid varchar, annotations map(varchar, varchar)),'
+            ~ ' spec struct(containers '
             ~ containers ~ ', volumes ' ~ volumes ~ '))',
     }) }}
 {%- endmacro %}

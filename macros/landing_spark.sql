@@ -386,7 +386,9 @@
     {{ return({
         'containers': containers,
         'volumes': volumes,
-        'pod': 'struct<metadata: struct<name: string, namespace: string, uid: string>, spec: struct<containers: '
+        'annotations': 'map<string, string>',
+        'pod': 'struct<metadata: struct<name: string, namespace: string, uid: string,'
+            ~ ' annotations: map<string, string>>, spec: struct<containers: '
             ~ containers ~ ', volumes: ' ~ volumes ~ '>>',
     }) }}
 {%- endmacro %}

@@ -14,6 +14,7 @@ Signals (the four families of the design brief), one feature dict per workload:
   family's previous known workload, the job that ended just before on the same user's account
   (pipelines), the earlier job whose output this one reads (lineage: its name in this one's
   paths), the hour of day and day of week; a workload without a user label reads the history of
+  the person who created it (an admission webhook's annotation: :func:`creator_user`), else of
   the user its owner or volume claims name (a notebook server ``jupyter-alice``);
 * user behaviour: the user's and the namespace's project mix so far.
 
@@ -21,7 +22,7 @@ One training per build (:func:`attribute`): a regression fitted on the older lab
 measured and calibrated (top-label Platt scaling shrunk toward the identity) on the newest ones,
 then continued on them. Labelled workloads are shown to the model as the targets look (user / team
 labels masked as often as the targets lack them: :func:`mask_draw`; a missing user read from the
-workload's owner or volume claims: :class:`UserInference`).
+workload's creator, else its owner or volume claims: :class:`UserInference`).
 
 History features only read labels of workloads that **started strictly earlier** (never the
 workload's own label, never the future): :func:`history_features` is leakage-free by construction,
@@ -258,6 +259,16 @@ def _reader_key(record: Mapping[str, Any], reader_users: Mapping[str, str | None
     return _user_key(record, user) if user else NONE
 
 
+def creator_user(record: Mapping[str, Any]) -> str | None:
+    """The person who created the workload (``creator_user_id``: the user an admission webhook
+    stamped on its pods, from the API request's user info), or None: no webhook, or a service
+    account (``system:serviceaccount:<ns>:<name>``), which names nobody. Unlike the user label it
+    does not come and go with the project label: it is present on a cluster's pods or absent, tagged
+    or not, so it is not masked like the user label."""
+    creator = str(record.get("creator_user_id") or "").strip()
+    return creator if creator and not creator.startswith("system:") else None
+
+
 class UserInference:
     """The user of a workload without a user label, from the other workloads that share its owner
     (a notebook server's StatefulSet ``jupyter-alice``, in its namespace) or mount the same volume
@@ -270,9 +281,10 @@ class UserInference:
     def __init__(self, records: Iterable[Mapping[str, Any]]) -> None:
         self.counts: dict[str, Counter[str]] = defaultdict(Counter)
         for r in records:
-            if r.get("user_id"):
+            user = r.get("user_id") or creator_user(r)
+            if user:
                 for key in self.keys(r):
-                    self.counts[key][str(r["user_id"])] += 1
+                    self.counts[key][str(user)] += 1
 
     @staticmethod
     def keys(record: Mapping[str, Any]) -> list[str]:
@@ -756,9 +768,10 @@ def _shown_features(
     """Features of the labelled workloads and the targets, as the model sees them.
 
     A labelled workload is shown masked like the targets (:func:`mask_draw`); a workload without a
-    user label (or masked) reads history under the user its owner or volume claims name
+    user label (or masked) reads history under its creator (:func:`creator_user`, not masked: it
+    does not depend on the project label), else the user its owner or volume claims name
     (:class:`UserInference`, never from its own label). A label is filed under its workload's own
-    user (or the inferred one when it has none), whatever that workload is shown with."""
+    user (or the creator or inferred one when it has none), whatever that workload is shown with."""
     patterns = label_patterns(targets)
     infer = UserInference(records)
     wanted = labelled_ids | {str(r["workload_id"]) for r in targets}
@@ -768,21 +781,25 @@ def _shown_features(
     for r in records:
         wid = str(r["workload_id"])
         raw = r.get("user_id") or None
-        inferred = None if raw else infer.user_for(r)
-        writers.append({**r, "user_id": inferred} if inferred else r)
+        creator = creator_user(r)
+        inferred = None if raw or creator else infer.user_for(r)
+        own = raw or creator or inferred
+        writers.append({**r, "user_id": own} if own != raw else r)
         if wid in labelled_ids:
             has_user, has_team = mask_draw(r, patterns, seed)
-            # shown with its user, or read from its owner / claims without its own label (done above
-            # already when it has none)
+            # shown with its user, else its creator, else read from its owner / claims without its
+            # own label (done above already when it has none)
             if raw and has_user:
                 user = raw
+            elif creator:
+                user = creator
             elif raw:
                 user = infer.user_for(r, own=raw)
             else:
                 user = inferred
             view = {**r, "user_id": user, "team_label": r.get("team_label") if has_team else None}
         else:
-            user, view = raw or inferred, writers[-1]
+            user, view = own, writers[-1]
         readers[wid] = user
         if wid in wanted:
             static[wid] = static_features(view, known_projects)

@@ -122,10 +122,12 @@ def run(args: argparse.Namespace) -> int:
         untagged_fraction=0.5,
         hard=True,
         truth_csv=truth_csv,
+        creator_webhook_share=args.creator_webhook,
     )
     print(
         f"generated {summary['pods']} pods ({summary['untagged_pods']} untagged,"
-        f" {summary['typo_pods']} typo'd) on {args.nodes} nodes x {args.days} days"
+        f" {summary['typo_pods']} typo'd, {summary['creator_stamped_pods']} with the creator"
+        f" annotation) on {args.nodes} nodes x {args.days} days"
         f" in {time.perf_counter() - t:.1f} s: {out}"
     )
     project = find_project_dir()
@@ -230,6 +232,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--step", type=int, default=300, help="telemetry step seconds")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--threshold", type=float, default=0.9, help="auto-attribution threshold")
+    parser.add_argument(
+        "--creator-webhook",
+        type=float,
+        default=0.5,
+        help="share of the clusters whose admission webhook stamps gpucost.io/created-by (0 to 1)",
+    )
     parser.add_argument(
         "--workloads", type=int, default=100_000, help="workloads for the timing (0 to skip)"
     )

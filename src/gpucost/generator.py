@@ -412,6 +412,7 @@ class Pod:
     tag_state: str = "tagged"  # tagged | untagged | typo
     labels: dict[str, str] = field(default_factory=dict)
     volume_claims: list[str] = field(default_factory=list)  # PVCs the pod spec mounts (hard mode)
+    creator: str = ""  # who created the workload, stamped by an admission webhook ("" if none)
 
 
 @dataclass(slots=True)
@@ -1907,6 +1908,39 @@ def _write_truth(path: Path, fleet: list[Cluster], pods: list[Pod]) -> None:
             )
 
 
+CREATOR_ANNOTATION = "gpucost.io/created-by"
+CREATOR_DOMAIN = "acme.example"
+# who creates the owners of the pods that no person submits (their pods name no person)
+CREATOR_SERVICE_ACCOUNTS = {
+    "notebook": "system:serviceaccount:kubeflow:jupyter-web-app-service-account",
+    "inference": "system:serviceaccount:argocd:argocd-application-controller",
+}
+
+
+def _stamp_creators(fleet: list[Cluster], pods: list[Pod], share: float) -> int:
+    """Hard mode: the first ``round(share * clusters)`` clusters run a mutating admission webhook
+    that stamps ``gpucost.io/created-by`` on each workload it admits, from the AdmissionReview
+    request's ``userInfo.username`` (the kube-apiserver audit log has the same name on the
+    workload's ``create`` Event). The webhook mutates the owner (Job, PyTorchJob, Deployment,
+    Notebook) and its pod template, so a controller's pods carry the user who created the owner,
+    not the controller's service account. That user is the OIDC name (``alice@acme.example``) of
+    the person who submitted a training, fine-tune, evaluation or ETL job, or a service account
+    that names no person: a CI pipeline's, the notebook web app's (it creates the Notebook object
+    for the user), the GitOps controller's (serving Deployments). Clusters without the webhook
+    stamp nothing. Returns the number of pods stamped."""
+    stamped = 0
+    with_webhook = {cl.idx for cl in fleet[: round(share * len(fleet))]}
+    for p in pods:
+        if p.cluster not in with_webhook:
+            continue
+        who = CREATOR_SERVICE_ACCOUNTS.get(p.kind, p.user)
+        if not who.startswith("system:"):
+            who = f"{who}@{CREATOR_DOMAIN}"
+        p.creator = who
+        stamped += 1
+    return stamped
+
+
 def _write_pod_specs(
     out_dir: Path, fleet: list[Cluster], pods: list[Pod], t0: int, days: int, window_end: int
 ) -> int:
@@ -1954,10 +1988,12 @@ def _pod_object(p: Pod) -> dict[str, Any]:
     ]
     labels = {k.removeprefix("label_"): v for k, v in p.labels.items()}
     labels["app"] = p.app
+    metadata: dict[str, Any] = {"annotations": {CREATOR_ANNOTATION: p.creator}} if p.creator else {}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
+            **metadata,
             "creationTimestamp": _iso(p.start),
             "labels": dict(sorted(labels.items())),
             "name": p.name,
@@ -2009,6 +2045,7 @@ def generate_month(
     slurm_nodes: int = 2,
     shared_gpus: bool = True,
     cpu_only_pods: bool = True,
+    creator_webhook_share: float = 0.5,
 ) -> dict:
     """Generate ``days`` days of raw billing, DCGM and kube-state-metrics files into ``out_dir``.
 
@@ -2037,6 +2074,8 @@ def generate_month(
         raise ValueError("slurm_nodes must be >= 0")
     if not 0.0 <= untagged_fraction <= 1.0:
         raise ValueError("untagged_fraction must be within [0, 1]")
+    if not 0.0 <= creator_webhook_share <= 1.0:
+        raise ValueError("creator_webhook_share must be within [0, 1]")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     step = step_seconds
@@ -2095,6 +2134,7 @@ def generate_month(
 
     if truth_csv is not None:
         _write_truth(Path(truth_csv), fleet, all_pods)
+    stamped = _stamp_creators(fleet, all_pods, creator_webhook_share) if hard else 0
     spec_files = _write_pod_specs(out_dir, fleet, all_pods, t0, days, window_end) if hard else 0
 
     # Telemetry gap: one node's exporter is down for an hour.
@@ -2205,6 +2245,7 @@ def generate_month(
         "pods": len(all_pods),
         "untagged_pods": untagged,
         "typo_pods": n_typo,
+        "creator_stamped_pods": stamped,
         "pods_never_scheduled": arrivals_total - len(all_pods),
         "samples": samples_total,
         "gpu_samples": samples_total // len(DCGM_METRICS),

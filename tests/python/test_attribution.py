@@ -8,8 +8,10 @@ import pytest
 
 from gpucost.attribution import (
     UserInference,
+    _shown_features,
     attribute,
     calibration_weights,
+    creator_user,
     evaluate,
     fit,
     history_features,
@@ -265,6 +267,37 @@ def test_user_inferred_from_the_owner_or_claims_never_from_the_workload_itself()
     assert shared.user_for(nb("d", None, "cache")) == "alice"
 
 
+def test_creator_names_a_person_never_a_service_account():
+    assert creator_user({"creator_user_id": "alice"}) == "alice"
+    assert creator_user({"creator_user_id": "system:serviceaccount:team-nlp:ci"}) is None
+    assert creator_user({"creator_user_id": "system:admin"}) is None
+    assert creator_user({"creator_user_id": ""}) is None
+    assert creator_user({}) is None
+
+
+def test_creator_stands_in_for_a_missing_user_label():
+    # alice's labelled jobs on rag-search on cluster c; then three jobs without a user label: one
+    # created by alice (the webhook's annotation), one by a CI service account, one on a cluster
+    # without the webhook. Only the first reads alice's history.
+    def job(wid, t, **kw):
+        return {"workload_id": wid, "cluster_id": "c", "namespace": "nlp", "started_epoch": t, **kw}
+
+    labelled = [job(f"a{i}", i, user_id="alice", creator_user_id="alice") for i in range(4)]
+    labels = {r["workload_id"]: "rag-search" for r in labelled}
+    by_alice = job("t1", 10, creator_user_id="alice")
+    by_ci = job("t2", 11, creator_user_id="system:serviceaccount:team-nlp:ci")
+    unstamped = job("t3", 12)
+    targets = [by_alice, by_ci, unstamped]
+    shown = _shown_features([*labelled, *targets], labels, PROJECTS, targets, set(labels), seed=0)
+    assert shown["t1"]["user=alice"] == 1.0
+    assert shown["t1"]["user_prev=rag-search"] == 1.0
+    for wid in ("t2", "t3"):
+        assert not any(k.startswith(("user=alice", "user_prev", "user_mix")) for k in shown[wid])
+    # a labelled workload shown without its user label (as the targets are) keeps its creator:
+    # the annotation does not come and go with the labels
+    assert all(shown[w]["user=alice"] == 1.0 for w in labels)
+
+
 def test_user_history_is_kept_per_cluster():
     a = {"workload_id": "a", "cluster_id": "east", "user_id": "u", "started_epoch": 1}
     b = {"workload_id": "b", "cluster_id": "west", "user_id": "u", "started_epoch": 2}
@@ -399,6 +432,36 @@ def test_hard_generator_month_is_harder_and_writes_the_truth(tmp_path):
         if "label_user_id" in metric and "label_project_id" in metric:
             projects_of.setdefault(metric["label_user_id"], set()).add(metric["label_project_id"])
     assert max(len(p) for p in projects_of.values()) >= 2
+    # the creator annotation (an admission webhook on half the clusters: the first of two) names
+    # the person who submitted a job, or a service account; never a project
+    stamped: dict[str, dict[str, str]] = {}
+    for path in (tmp_path / "landing" / "inventory" / "kube").rglob("pods-*.json"):
+        for pod in json.loads(path.read_text())["items"]:
+            meta = pod["metadata"]
+            creator = meta.get("annotations", {}).get("gpucost.io/created-by")
+            stamped[f"{path.parent.name}/{meta['name']}"] = creator
+    clusters = sorted({key.split("/")[0] for key in stamped})
+    assert all(v is None for k, v in stamped.items() if k.startswith(clusters[1] + "/"))
+    first = {k: v for k, v in stamped.items() if k.startswith(clusters[0] + "/")}
+    assert first and all(first.values())
+    assert summary["creator_stamped_pods"] == sum(r["cluster"] == clusters[0] for r in truth)
+    people = {v for v in first.values() if not v.startswith("system:")}
+    assert people and all(v.endswith("@acme.example") for v in people)
+    assert any(v.startswith("system:serviceaccount:") for v in first.values())
+    projects = {r["project_id"] for r in truth}
+    assert not any(p in v for v in first.values() for p in projects)
+    for r in truth:
+        if r["cluster"] == clusters[0] and r["kind"] in ("training", "finetune"):
+            user = next(
+                (
+                    m["label_user_id"]
+                    for m in labels
+                    if m.get("pod") == r["pod"] and "label_user_id" in m
+                ),
+                None,
+            )
+            if user:
+                assert first[f"{r['cluster']}/{r['pod']}"] == f"{user}@acme.example"
     # the handed-over project runs in the new team's namespace in the second half
     handed = [
         r for r in truth if r["project_id"] == HANDOFF_PROJECT[0] and r["kind"] != "inference"

@@ -249,6 +249,18 @@ def test_benchmark_command_scores_untagged_pods_against_the_truth(tmp_path, caps
         ran = {
             r[0] for r in con.sql("select workload_id from intermediate.int_workloads").fetchall()
         }
+        creators = con.sql(
+            "select distinct creator_username, creator_user_id from staging.stg_kube__pod_specs"
+        ).fetchall()
+        [(with_creator,)] = con.sql(
+            "select count(*) from intermediate.int_workload_features where creator_user_id is not null"
+        ).fetchall()
+    # the webhook's annotation (half the clusters by default) reaches the model's features: a
+    # person as the user label's form, a service account as nobody, no webhook as null
+    assert with_creator > 0
+    assert any(name == f"{user}@acme.example" for name, user in creators if user)
+    assert any(name.startswith("system:serviceaccount:") for name, _ in creators if name)
+    assert all(user is None for name, user in creators if (name or "system:").startswith("system:"))
     untagged_ran = [
         r
         for r in truth

@@ -7,6 +7,7 @@
 -- Python from the start times. How the work was launched: a pod's main container command + args, working
 -- directory and mounted volume claims (Kubernetes API pod specs, stg_kube__pod_specs: kube-state-metrics does
 -- not export them), a Slurm job's SubmitLine, WorkDir and JobName (sacct). Slurm jobs are rows like pods.
+-- The creator a webhook stamps on the pod (stg_kube__pod_specs.creator_user_id) stands in for a missing user.
 with
 
 declared as (
@@ -73,7 +74,8 @@ main_specs as (
         workload_id,
         min(command_line) as command_line,
         min(working_dir) as working_dir,
-        min(volume_claims) as volume_claims
+        min(volume_claims) as volume_claims,
+        min(creator_user_id) as creator_user_id
     from pod_specs
     where not {{ regexp_search() }}(coalesce(image, ''), '(istio|linkerd|envoy)')
     group by 1
@@ -150,6 +152,9 @@ final as (
         declared.namespace,
         declared.pod,
         declared.user_id,
+        -- the person who created the workload (an admission webhook's annotation), not a service account:
+        -- the user whose history a workload without a user label continues
+        main_specs.creator_user_id,
         declared.label_team_id as team_label,
         declared.label_app,
         declared.label_project_id,
