@@ -67,14 +67,16 @@ def _exact_div(expr: nw.Expr, divisor: nw.Expr | int) -> nw.Expr:
     return (expr / divisor).round(0).cast(nw.Int64)
 
 
+def _limb(value: nw.Expr, i: int) -> nw.Expr:
+    """Base-1000 digit ``i`` of a non-negative Int64 (digit 6 holds everything from 1e18 up)."""
+    high = value % (BASE ** (i + 1)) if i + 1 < 7 else value
+    low = value % (BASE**i) if i else nw.lit(0, nw.Int64)
+    return _exact_div(high - low, BASE**i)
+
+
 def _limbs(value: nw.Expr, count: int, prefix: str) -> list[nw.Expr]:
     """Base-1000 digits of a non-negative Int64 (least significant first)."""
-    out = []
-    for i in range(count):
-        high = value % (BASE ** (i + 1)) if i + 1 < 7 else value
-        low = value % (BASE**i) if i else nw.lit(0, nw.Int64)
-        out.append(_exact_div(high - low, BASE**i).alias(f"{prefix}{i}"))
-    return out
+    return [_limb(value, i).alias(f"{prefix}{i}") for i in range(count)]
 
 
 def _split_money(
@@ -252,10 +254,16 @@ class WeightBoundError(ValueError):
 
 
 def _tie(*columns: str) -> nw.Expr:
-    """The row core's tie-break: ``repr`` of the key tuple (keys without quotes or backslashes)."""
+    """The row core's tie-break: ``repr`` of the key tuple (text keys without quotes or
+    backslashes; a null is ``None``, unquoted, as ``repr`` writes it)."""
     parts: list[Any] = [nw.lit("(")]
     for i, column in enumerate(columns):
-        parts += [nw.lit("'"), nw.col(column), nw.lit("'")]
+        value = nw.col(column).cast(nw.String)
+        parts.append(
+            nw.when(value.is_null())
+            .then(nw.lit("None"))
+            .otherwise(nw.concat_str([nw.lit("'"), value, nw.lit("'")]))
+        )
         parts.append(nw.lit(", " if i + 1 < len(columns) else ("," if len(columns) == 1 else "")))
     parts.append(nw.lit(")"))
     return nw.concat_str(parts)

@@ -32,7 +32,9 @@ from gpucost.lazy_allocation import (
     MONEY_COLUMNS,
     WeightBoundError,
     _exact_div,
+    _limb,
     _ratio_one,
+    _tie,
     split_lines,
 )
 from gpucost.money import MONEY_SCALE
@@ -77,22 +79,6 @@ IDLE_SPREAD_COLUMNS = (
     *MONEY_COLUMNS,
 )
 """The columns of :func:`spread_idle_with_reservations` (arrow_io.IDLE_SPREAD_SCHEMA's)."""
-
-
-def _key_repr(*columns: str) -> nw.Expr:
-    """``repr`` of the row core's key tuple, the split's tie-break (text keys without quotes or
-    backslashes; a null is ``None``, unquoted)."""
-    parts: list[nw.Expr] = [nw.lit("(")]
-    for i, column in enumerate(columns):
-        value = nw.col(column).cast(nw.String)
-        parts.append(
-            nw.when(value.is_null())
-            .then(nw.lit("None"))
-            .otherwise(nw.concat_str([nw.lit("'"), value, nw.lit("'")]))
-        )
-        parts.append(nw.lit(", " if i + 1 < len(columns) else ("," if len(columns) == 1 else "")))
-    parts.append(nw.lit(")"))
-    return nw.concat_str(parts)
 
 
 def weight_units(prefix: str = "weight") -> nw.Expr:
@@ -152,13 +138,6 @@ def _rest_is_zero(amount: str) -> nw.Expr:
     # A (I - C) <= floor(I / 2)  <=>  A <= floor(floor(I / 2) / (I - C)), all below 2**53
     largest = nw.when(gap > 0).then(_exact_div(half - half % gap, gap))
     return (gap == 0) | ((whole == 0) & (frac <= largest))
-
-
-def _limb(value: nw.Expr, i: int) -> nw.Expr:
-    """Base-1000 digit ``i`` of a non-negative Int64 (digit 6 holds everything from 1e18 up)."""
-    high = value % (BASE ** (i + 1)) if i + 1 < 7 else value
-    low = value % (BASE**i) if i else nw.lit(0, nw.Int64)
-    return _exact_div(high - low, BASE**i)
 
 
 def _scaled_half_up(
@@ -291,7 +270,7 @@ def claim_reserved_idle(
     holder_weights = (
         claimed.select("charge_id", "_scope", nw.col("reservation_scope_key").alias("scope_key"))
         .join(holders, on="_scope", how="inner")
-        .with_columns(_key_repr("reservation_id", "team_id", "project_id").alias("_tie"))
+        .with_columns(_tie("reservation_id", "team_id", "project_id").alias("_tie"))
     )
     claimed = _scaled_half_up(claimed, "_claimed", "_idle_total", "_c_")
     reserved = split_lines(
@@ -379,7 +358,7 @@ def spread_shared(lines: nw.LazyFrame, scopes: nw.LazyFrame, weights: nw.LazyFra
     chosen = _first_scope(scopes, active.select("scope_key").unique())
     kept = _ratio_one(lines).select("charge_id", *MONEY_COLUMNS)
     shares = chosen.join(active, on="scope_key", how="inner").with_columns(
-        _key_repr("recipient_id").alias("_tie")
+        _tie("recipient_id").alias("_tie")
     )
     split = split_lines(kept, shares, line_key="charge_id", tie_key="_tie", money=MONEY).select(
         "charge_id",
@@ -461,7 +440,7 @@ def split_shared_workloads(rows: nw.LazyFrame, shares: nw.LazyFrame) -> nw.LazyF
     weights = (
         shared.drop(*(c for c in columns if c in replaced))
         .join(consumers, on="workload_id", how="inner")
-        .with_columns(_key_repr("team_id", "project_id").alias("_tie"))
+        .with_columns(_tie("team_id", "project_id").alias("_tie"))
     )
     split = split_lines(
         shared.select("_row", *MONEY_COLUMNS),
