@@ -42,4 +42,5 @@ def model(dbt, session):
         return table_of(split_shared_workloads(rows_of(placed), rows_of(shares)), PLACED_SCHEMA)
 
     size = input_rows(placed, shares)
-    return lazy_or_rows(lazy, rows, "int_cost_allocations_shared_split", size, lazy_min_rows(dbt))
+    min_rows = lazy_min_rows(dbt.config.get("lazy_min_rows"))
+    return lazy_or_rows(lazy, rows, "int_cost_allocations_shared_split", size, min_rows)

@@ -41,4 +41,5 @@ def model(dbt, session):
         return table_of(prorated, PRORATED_SCHEMA)
 
     size = input_rows(lines, usages)
-    return lazy_or_rows(lazy, rows, "int_gpu_costs_prorated", size, lazy_min_rows(dbt))
+    min_rows = lazy_min_rows(dbt.config.get("lazy_min_rows"))
+    return lazy_or_rows(lazy, rows, "int_gpu_costs_prorated", size, min_rows)

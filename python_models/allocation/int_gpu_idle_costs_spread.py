@@ -61,4 +61,5 @@ def model(dbt, session):
         return table_of(reserved + spread, IDLE_SPREAD_SCHEMA)
 
     size = input_rows(pool, claims, weights)
-    return lazy_or_rows(lazy, rows, "int_gpu_idle_costs_spread", size, lazy_min_rows(dbt))
+    min_rows = lazy_min_rows(dbt.config.get("lazy_min_rows"))
+    return lazy_or_rows(lazy, rows, "int_gpu_idle_costs_spread", size, min_rows)

@@ -26,4 +26,5 @@ def model(dbt, session):
         return table_of(parts, LINE_PARTS_SCHEMA)
 
     size = input_rows(lines, weights)
-    return lazy_or_rows(lazy, rows, "int_gpu_node_line_parts", size, lazy_min_rows(dbt))
+    min_rows = lazy_min_rows(dbt.config.get("lazy_min_rows"))
+    return lazy_or_rows(lazy, rows, "int_gpu_node_line_parts", size, min_rows)

@@ -38,4 +38,5 @@ def model(dbt, session):
         return table_of(allocated, COMPUTE_PRORATED_SCHEMA)
 
     size = input_rows(parts, usages)
-    return lazy_or_rows(lazy, rows, "int_node_compute_costs_prorated", size, lazy_min_rows(dbt))
+    min_rows = lazy_min_rows(dbt.config.get("lazy_min_rows"))
+    return lazy_or_rows(lazy, rows, "int_node_compute_costs_prorated", size, min_rows)

@@ -41,4 +41,5 @@ def model(dbt, session):
         return table_of(spread_shared(rows_of(lines), rows_of(weights)), SHARED_SPREAD_SCHEMA)
 
     size = input_rows(lines, weights)
-    return lazy_or_rows(lazy, rows, "int_shared_costs_spread", size, lazy_min_rows(dbt))
+    min_rows = lazy_min_rows(dbt.config.get("lazy_min_rows"))
+    return lazy_or_rows(lazy, rows, "int_shared_costs_spread", size, min_rows)

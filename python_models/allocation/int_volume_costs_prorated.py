@@ -28,4 +28,5 @@ def model(dbt, session):
         )
 
     size = input_rows(lines, mounts)
-    return lazy_or_rows(lazy, rows, "int_volume_costs_prorated", size, lazy_min_rows(dbt))
+    min_rows = lazy_min_rows(dbt.config.get("lazy_min_rows"))
+    return lazy_or_rows(lazy, rows, "int_volume_costs_prorated", size, min_rows)

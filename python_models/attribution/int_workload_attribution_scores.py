@@ -8,16 +8,34 @@ from gpucost.arrow_io import ATTRIBUTION_SCHEMA, rows_of, table_of
 from gpucost.attribution import attribute, attribution_rows, known_projects
 
 
+def _number(value: object) -> float | None:
+    """A config value rendered from a var: a number, or empty / None (not set)."""
+    text = str(value if value is not None else "").strip()
+    return None if text in ("", "None", "none", "null") else float(text)
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
 def model(dbt, session):
     dbt.config(materialized="table")
+    # each key read by a plain dbt.config.get call of its own: dbt passes a Python model only the
+    # keys it finds that way in this file (nested in float(... or ...), they arrive as None)
+    training_days = dbt.config.get("training_days")
+    holdout_fraction = dbt.config.get("holdout_fraction")
+    seed = dbt.config.get("seed")
+    auto_threshold = dbt.config.get("auto_threshold")
+    target_accuracy = dbt.config.get("target_accuracy")
     records = rows_of(dbt.ref("int_workload_features"))
     known = known_projects(records, rows_of(dbt.ref("stg_reference__org_mapping")))
     result = attribute(
         records,
         known,
-        training_days=float(dbt.config.get("training_days") or 0) or None,
-        holdout_fraction=float(dbt.config.get("holdout_fraction") or 0.2),
-        seed=int(dbt.config.get("seed") or 0),
-        explain_below=float(dbt.config.get("auto_threshold") or 1.0),
+        training_days=_number(training_days) or None,
+        holdout_fraction=_or(_number(holdout_fraction), 0.2),
+        seed=int(_or(_number(seed), 0)),
+        explain_below=_or(_number(auto_threshold), 0.9),
+        target_accuracy=_number(target_accuracy),
     )
     return table_of(attribution_rows(result), ATTRIBUTION_SCHEMA)

@@ -125,6 +125,7 @@ ATTRIBUTION_SCHEMA = pa.schema(
         ("model_training_workloads", pa.int64()),
         ("model_calibration_workloads", pa.int64()),
         ("model_calibration", pa.string()),
+        ("auto_threshold", pa.float64()),
     ]
 )
 

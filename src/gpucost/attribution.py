@@ -66,6 +66,7 @@ __all__ = [
     "predict_untagged",
     "prediction_rows",
     "static_features",
+    "threshold_for_accuracy",
     "tokens",
 ]
 
@@ -79,6 +80,7 @@ _C = 1.0  # inverse L2 strength of the logistic regression
 _MAX_ITER = 200
 _CAL_PRIOR = 50.0  # pseudo-workloads of evidence for the identity calibration map
 _CAL_MIN = 30  # fewest hold-out workloads to calibrate on (else raw probabilities, said so)
+THRESHOLD_FLOOR = 0.5  # a threshold derived from a target accuracy never places a coin flip
 
 
 @dataclass(frozen=True, slots=True)
@@ -651,6 +653,39 @@ def predict(
     return out
 
 
+def threshold_for_accuracy(
+    confidences: Sequence[float],
+    weights: Sequence[float],
+    target: float,
+    *,
+    floor: float = THRESHOLD_FLOOR,
+) -> float:
+    """The lowest confidence threshold whose auto-placed workloads are, by their own calibrated
+    confidences, ``target`` right on average (weighted by ``weights``, e.g. GPU-hours: money).
+
+    Workloads are taken most confident first, every workload of one confidence together; the
+    threshold is the confidence of the last group taken while the weighted mean confidence of all
+    taken stays at or above ``target``. Never below ``floor``; 1.0 (nothing placed: confidences are
+    capped below 1) when even the most confident group is below ``target``. Label-free: it reads
+    the workloads to place, so it trusts the calibration (``rpt_attribution_quality`` measures it).
+    """
+    if not 0.0 < target <= 1.0:
+        raise ValueError(f"target accuracy must be in (0, 1], got {target}")
+    groups: dict[float, float] = defaultdict(float)
+    for c, w in zip(confidences, weights, strict=True):
+        groups[float(c)] += max(float(w), 0.0)
+    taken = right = 0.0
+    threshold = 1.0
+    for c in sorted(groups, reverse=True):
+        if c < floor:
+            break
+        w = groups[c]
+        if taken + w > 0 and (right + c * w) / (taken + w) < target:
+            break
+        taken, right, threshold = taken + w, right + c * w, c
+    return threshold
+
+
 def _start(record: Mapping[str, Any]) -> float:
     return _num(record.get("started_epoch")) or 0.0
 
@@ -676,6 +711,7 @@ class Attribution:
     predictions: list[Prediction]
     holdout: list[tuple[Prediction, str]]
     model: AttributionModel | None
+    auto_threshold: float = 0.9  # the confidence from which a prediction places the money
 
 
 def attribute(
@@ -686,6 +722,7 @@ def attribute(
     holdout_fraction: float = 0.2,
     seed: int = 0,
     explain_below: float = 1.0,
+    target_accuracy: float | None = None,
 ) -> Attribution:
     """Train once, calibrate, measure and predict.
 
@@ -696,6 +733,10 @@ def attribute(
     :func:`calibration_weights`) and, with confidences cross-fitted over folds so no workload
     calibrates its own, is the measured hold-out. Every workload without a known project that no
     rule placed (``declared_attribution_method`` absent or ``none``) gets top-3 candidates.
+
+    ``explain_below`` is the auto threshold: predictions below it say which features drove them.
+    With ``target_accuracy`` the threshold is derived instead (:func:`threshold_for_accuracy` over
+    the predictions, weighted by GPU-hours) and returned as ``auto_threshold``.
     """
     records = sorted(records, key=lambda r: str(r["workload_id"]))
     labels = {
@@ -743,7 +784,7 @@ def attribute(
         seed=seed,
     )
     if model is None:
-        return Attribution([Prediction(w, ()) for w in target_ids], [], None)
+        return Attribution([Prediction(w, ()) for w in target_ids], [], None, explain_below)
     # measured on the checkpoint (the regression has not seen the hold-out), then trained on
     held = predict(
         model,
@@ -753,8 +794,18 @@ def attribute(
         confidences=cross_fitted_confidences(model),
     )
     continue_training(model, [shown[w] for w in labelled_ids], [labels[w] for w in labelled_ids])
-    preds = predict(model, [shown[w] for w in target_ids], target_ids, explain_below=explain_below)
-    return Attribution(preds, [(p, labels[p.workload_id]) for p in held], model)
+    target_x = [shown[w] for w in target_ids]
+    if target_accuracy is None:
+        preds = predict(model, target_x, target_ids, explain_below=explain_below)
+        return Attribution(preds, [(p, labels[p.workload_id]) for p in held], model, explain_below)
+    preds = predict(model, target_x, target_ids)
+    threshold = threshold_for_accuracy(
+        [p.confidence for p in preds], [_gpu_hours(r) for r in targets], target_accuracy
+    )
+    preds = [
+        p if p.confidence < threshold else Prediction(p.workload_id, p.candidates) for p in preds
+    ]
+    return Attribution(preds, [(p, labels[p.workload_id]) for p in held], model, threshold)
 
 
 def _shown_features(
@@ -850,8 +901,10 @@ def prediction_rows(
     truth: Mapping[str, str] | None = None,
     *,
     scored_set: str = "undeclared",
+    auto_threshold: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Flat rows (gpucost.arrow_io.ATTRIBUTION_SCHEMA) for the dbt models."""
+    """Flat rows (gpucost.arrow_io.ATTRIBUTION_SCHEMA) for the dbt models; ``auto_threshold`` is
+    the build's threshold, on every row."""
     rows = []
     for p in predictions:
         row: dict[str, Any] = {
@@ -864,6 +917,7 @@ def prediction_rows(
             "model_training_workloads": model.training_workloads if model else 0,
             "model_calibration_workloads": model.calibration_workloads if model else 0,
             "model_calibration": model.calibration if model else None,
+            "auto_threshold": auto_threshold,
         }
         for k in range(3):
             cand = p.candidates[k] if k < len(p.candidates) else (None, None)
@@ -876,8 +930,15 @@ def prediction_rows(
 def attribution_rows(result: Attribution) -> list[dict[str, Any]]:
     """One build's rows: the undeclared workloads' predictions, then the hold-out's (with truth)."""
     truth = {p.workload_id: t for p, t in result.holdout}
-    return prediction_rows(result.predictions, result.model) + prediction_rows(
-        [p for p, _ in result.holdout], result.model, truth, scored_set="holdout"
+    threshold = result.auto_threshold
+    return prediction_rows(
+        result.predictions, result.model, auto_threshold=threshold
+    ) + prediction_rows(
+        [p for p, _ in result.holdout],
+        result.model,
+        truth,
+        scored_set="holdout",
+        auto_threshold=threshold,
     )
 
 

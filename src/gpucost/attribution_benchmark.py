@@ -6,7 +6,10 @@
 2. builds the warehouse (the model trains inside `dbt build`) and prints `rpt_attribution_quality`;
 3. scores the untagged pods against the truth, money-weighted: coverage (share of untagged GPU cost
    placed automatically), accuracy of what was placed, expected calibration error;
-4. times training plus scoring of ``--workloads`` (default 100k) workloads made by repeating the
+4. says where the gap to the targets lies: the most this build's confidences could place at the
+   target accuracy with the best threshold (the ranking bound), and the same for a model that knows
+   the true project of every other workload (an information ceiling: history as good as it gets);
+5. times training plus scoring of ``--workloads`` (default 100k) workloads made by repeating the
    month's feature rows over later months.
 """
 
@@ -22,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpucost.attribution import evaluate, predict_untagged
+from gpucost.attribution import attribute, evaluate, known_projects, predict_untagged
 
 TARGETS = {"coverage": 0.95, "accuracy": 0.97, "ece": 0.03}
 
@@ -33,15 +36,42 @@ def _rows(con: Any, query: str) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
 
 
-def truth_report(warehouse: Path, truth_csv: Path, threshold: float) -> dict[str, Any]:
-    """Untagged pods (per the generator) scored against their true project, money-weighted."""
-    import duckdb
+Row = tuple[str | None, str, float, float]  # (predicted, true project, confidence, weight)
 
+
+def coverage_at_accuracy(rows: list[Row], accuracy: float) -> float:
+    """The largest share of the weight a single threshold on these confidences could place with
+    at least ``accuracy`` of the placed weight right (most confident first, ties together): the
+    best any threshold could do with this ranking, known only with the truth."""
+    total = sum(w for *_, w in rows)
+    groups: dict[float, list[float]] = {}
+    for p, t, c, w in rows:
+        g = groups.setdefault(c, [0.0, 0.0])
+        g[0] += w
+        g[1] += w if p == t else 0.0
+    placed = right = best = 0.0
+    for c in sorted(groups, reverse=True):
+        placed, right = placed + groups[c][0], right + groups[c][1]
+        if placed and right / placed >= accuracy:
+            best = placed
+    return best / total if total else 0.0
+
+
+def _truth(truth_csv: Path) -> dict[str, tuple[str, str]]:
     truth: dict[str, tuple[str, str]] = {}
     with truth_csv.open(encoding="utf-8") as f:
         for r in csv.DictReader(f):
             wid = f"{r['cluster']}/{r['namespace']}/{r['pod']}/{r['uid']}"
             truth[wid] = (r["project_id"], r["tag_state"])
+    return truth
+
+
+def truth_rows(warehouse: Path, truth_csv: Path) -> tuple[list[Row], list[Row]]:
+    """(rules + model, model alone) rows of the untagged pods (per the generator), against their
+    true project, weighted by effective cost."""
+    import duckdb
+
+    truth = _truth(truth_csv)
     with duckdb.connect(str(warehouse), read_only=True) as con:
         rows = _rows(
             con,
@@ -70,10 +100,67 @@ def truth_report(warehouse: Path, truth_csv: Path, threshold: float) -> dict[str
         if r["model_confidence"] is not None:
             conf = float(r["model_confidence"])
             model_only.append((r["candidate_1_project_id"], true_project, conf, r["weight"]))
+    return scored, model_only
+
+
+def truth_report(warehouse: Path, truth_csv: Path, threshold: float) -> dict[str, Any]:
+    """Untagged pods (per the generator) scored against their true project, money-weighted."""
+    scored, model_only = truth_rows(warehouse, truth_csv)
     return {
         "all": evaluate(scored, threshold=threshold),
         "model": evaluate(model_only, threshold=threshold),
     }
+
+
+def oracle_rows(warehouse: Path, truth_csv: Path, seed: int) -> list[Row]:
+    """Rules + model rows as :func:`truth_rows`, from a model retrained (same code, same seed) on
+    features whose history knows the true project of every workload but the one scored: every
+    neighbour, labelled or not, read as if a rule had placed it. Not a training label; an
+    information ceiling for what better history could add."""
+    import duckdb
+
+    truth = _truth(truth_csv)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        records = _rows(con, "select * from intermediate.int_workload_features")
+        mapping = _rows(con, "select project_id from staging.stg_reference__org_mapping")
+        owners = {
+            r["workload_id"]: (r["attribution_method"], r["project_id"])
+            for r in _rows(
+                con,
+                "select workload_id, attribution_method, project_id"
+                " from intermediate.int_workloads",
+            )
+        }
+        costs = dict(
+            con.sql(
+                "select workload_id, cast(sum(effective_cost) as double)"
+                " from marts.fct_cost_allocation where workload_id is not null group by 1"
+            ).fetchall()
+        )
+    known = known_projects(records, mapping)
+    told = [
+        {**r, "rule_project_id": truth[r["workload_id"]][0]}
+        if r["workload_id"] in truth
+        and not r.get("known_project_id")
+        and not r.get("rule_project_id")
+        else r
+        for r in records
+    ]
+    predictions = {p.workload_id: p for p in attribute(told, known, seed=seed).predictions}
+    rows: list[Row] = []
+    for wid, (true_project, state) in truth.items():
+        if state == "tagged" or wid not in owners:
+            continue
+        weight = float(costs.get(wid) or 0.0)
+        method, owner = owners[wid]
+        if method in ("rule", "override"):
+            rows.append((owner, true_project, 1.0, weight))
+        elif wid in predictions and predictions[wid].candidates:
+            p = predictions[wid]
+            rows.append((p.project_id, true_project, p.confidence, weight))
+        else:
+            rows.append((None, true_project, 0.0, weight))
+    return rows
 
 
 def time_training(warehouse: Path, workloads: int, seed: int) -> tuple[float, float, int, int]:
@@ -132,7 +219,10 @@ def run(args: argparse.Namespace) -> int:
     )
     project = find_project_dir()
     t = time.perf_counter()
-    vars_ = f"{{gpucost_attribution_auto_threshold: {args.threshold}}}"
+    vars_ = f"{{gpucost_attribution_auto_threshold: {args.threshold}"
+    if args.target_accuracy is not None:
+        vars_ += f", gpucost_attribution_target_accuracy: {args.target_accuracy}"
+    vars_ += "}"
     command = [dbt_executable(), "build", "--vars", vars_, "--project-dir", str(project)]
     command += ["--profiles-dir", str(project), "--target-path", str(out / "target")]
     command += ["--log-path", str(out / "logs")]
@@ -181,8 +271,11 @@ def run(args: argparse.Namespace) -> int:
                 f" {_pct(q['coverage'] or 0)} of their cost"
             )
 
-    reports = truth_report(warehouse, truth_csv, args.threshold)
-    print(f"\nuntagged pods against the generator's truth (threshold {args.threshold}):")
+    threshold = float(quality[0]["auto_threshold"]) if quality else args.threshold
+    if args.target_accuracy is not None:
+        print(f"  auto threshold derived from target accuracy {args.target_accuracy}: {threshold}")
+    reports = truth_report(warehouse, truth_csv, threshold)
+    print(f"\nuntagged pods against the generator's truth (threshold {threshold}):")
     for name, rep in reports.items():
         label = "rules + model" if name == "all" else "model alone"
         print(
@@ -209,6 +302,21 @@ def run(args: argparse.Namespace) -> int:
     rep = reports["all"]
     placed_right = _pct(rep.coverage * rep.accuracy_auto)
     print(f"  coverage x accuracy = {placed_right} of untagged cost placed right")
+    target = TARGETS["accuracy"]
+    scored, _ = truth_rows(warehouse, truth_csv)
+    print(
+        f"  where the gap lies: the best single threshold on these confidences would place"
+        f" {_pct(coverage_at_accuracy(scored, target)).strip()} at {_pct(target).strip()} right"
+        " (ranking bound, needs the truth);"
+    )
+    oracle = oracle_rows(warehouse, truth_csv, seed=0)
+    told = evaluate(oracle, threshold=threshold)
+    print(
+        f"  knowing every other workload's true project (information ceiling of the history):"
+        f" coverage {_pct(told.coverage).strip()} at {_pct(told.accuracy_auto).strip()},"
+        f" accuracy of all {_pct(told.accuracy_all).strip()}, ranking bound"
+        f" {_pct(coverage_at_accuracy(oracle, target)).strip()}"
+    )
 
     if args.workloads:
         seconds, cpu, trained, scored = time_training(warehouse, args.workloads, args.seed)
@@ -232,6 +340,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--step", type=int, default=300, help="telemetry step seconds")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--threshold", type=float, default=0.9, help="auto-attribution threshold")
+    parser.add_argument(
+        "--target-accuracy",
+        type=float,
+        default=None,
+        help="derive the threshold from this target accuracy instead (var"
+        " gpucost_attribution_target_accuracy)",
+    )
     parser.add_argument(
         "--creator-webhook",
         type=float,

@@ -119,7 +119,7 @@ def from_lazy(
     return out
 
 
-LAZY_MIN_ROWS = 100_000
+LAZY_MIN_ROWS = 1_000_000
 """Inputs of at least this many rows go to the lazy core (dbt var ``gpucost_lazy_min_rows``)."""
 
 
@@ -144,7 +144,10 @@ def lazy_or_rows(
     only slower. The choice is printed to the dbt log, with the reason.
     """
     if min_rows is None or size < min_rows:
+        bound = "never lazy" if min_rows is None else f"below lazy_min_rows {min_rows:,}"
+        print(f"{model}: row core ({size:,} input rows, {bound})", file=sys.stderr, flush=True)
         return rows()
+    print(f"{model}: lazy core ({size:,} input rows >= {min_rows:,})", file=sys.stderr, flush=True)
     try:
         return lazy()
     except WeightBoundError as exc:
@@ -152,9 +155,13 @@ def lazy_or_rows(
         return rows()
 
 
-def lazy_min_rows(dbt) -> int | None:
-    """The model's ``lazy_min_rows`` config (var ``gpucost_lazy_min_rows``; empty: never lazy)."""
-    value = dbt.config.get("lazy_min_rows")
+def lazy_min_rows(value: object) -> int | None:
+    """A model's ``lazy_min_rows`` config value (var ``gpucost_lazy_min_rows``; empty: never lazy).
+
+    The model must read it itself, ``lazy_min_rows(dbt.config.get("lazy_min_rows"))``: dbt hands a
+    Python model only the config keys it finds as literal ``dbt.config.get`` calls in the model's
+    own file (a call made in a helper, or nested in an expression other than a call's argument,
+    is not seen, and ``get`` then returns None)."""
     if value in (None, "", "None", "none", "null"):
         return None
-    return int(value)
+    return int(str(value))

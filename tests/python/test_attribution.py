@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpucost.attribution import (
     UserInference,
@@ -21,6 +23,7 @@ from gpucost.attribution import (
     predict,
     predict_untagged,
     static_features,
+    threshold_for_accuracy,
     tokens,
 )
 
@@ -190,6 +193,84 @@ def test_one_training_gives_predictions_and_a_time_based_holdout():
     after = next(p for p, _ in other.holdout if p.workload_id == last["workload_id"])
     assert after == before
     assert other.predictions != result.predictions  # the production model did learn it
+
+
+def test_threshold_for_accuracy_hand_computed():
+    confidences = [0.99, 0.95, 0.90, 0.80, 0.60]
+    # running means, most confident first: 0.99, 0.97, 0.9467, 0.91, 0.848
+    assert threshold_for_accuracy(confidences, [1] * 5, 0.93) == 0.90
+    assert threshold_for_accuracy(confidences, [1] * 5, 0.97) == 0.95
+    assert threshold_for_accuracy(confidences, [1] * 5, 0.80) == 0.60
+    # weights are money: a heavy 0.8 pulls the mean below the target sooner
+    assert threshold_for_accuracy(confidences, [1, 1, 1, 1, 1], 0.905) == 0.80
+    assert threshold_for_accuracy(confidences, [1, 1, 1, 9, 1], 0.905) == 0.90
+    # workloads of one confidence go together: both 0.9s or neither
+    assert threshold_for_accuracy([0.99, 0.9, 0.9], [1, 1, 1], 0.94) == 0.99
+    # never below the floor, and nothing (1.0) when even the most confident is below the target
+    assert threshold_for_accuracy([0.6, 0.4], [1, 1], 0.3) == 0.6
+    assert threshold_for_accuracy([0.6, 0.4], [1, 1], 0.3, floor=0.0) == 0.4
+    assert threshold_for_accuracy([0.8], [1], 0.9) == 1.0
+    assert threshold_for_accuracy([], [], 0.9) == 1.0
+    with pytest.raises(ValueError, match="target accuracy"):
+        threshold_for_accuracy([0.9], [1], 97)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([i / 20 for i in range(21)]), st.integers(0, 50)),
+        max_size=30,
+    ),
+    st.sampled_from([0.6, 0.8, 0.9, 0.95, 0.97]),
+)
+def test_threshold_for_accuracy_is_the_lowest_that_keeps_the_target(items, target):
+    confidences, weights = [c for c, _ in items], [w for _, w in items]
+    t = threshold_for_accuracy(confidences, weights, target)
+
+    def mean_at(cut: float) -> float | None:
+        placed = [(c, w) for c, w in items if c >= cut]
+        total = sum(w for _, w in placed)
+        return sum(c * w for c, w in placed) / total if total else None
+
+    assert t >= 0.5
+    if t < 1.0:
+        mean = mean_at(t)
+        assert mean is None or mean >= target - 1e-12
+    # the next lower confidence (at or above the floor) would break the target
+    lower = [c for c in confidences if 0.5 <= c < t]
+    if lower:
+        mean = mean_at(max(lower))
+        assert mean is not None and mean < target + 1e-12  # summed in another order
+
+
+def test_a_target_accuracy_derives_the_threshold_from_the_predictions():
+    records = _records(1000, seed=7)
+    for r in records[::3]:
+        r["known_project_id"] = None
+    fixed = attribute(records, PROJECTS, training_days=None, seed=1, explain_below=0.9)
+    assert fixed.auto_threshold == 0.9
+    target_accuracy = 0.85
+    result = attribute(
+        records, PROJECTS, training_days=None, seed=1, target_accuracy=target_accuracy
+    )
+    targets = {r["workload_id"]: r for r in records[::3]}
+    weights = [r["gpu_count"] * r["duration_hours"] for r in targets.values()]
+    by_id = {p.workload_id: p for p in result.predictions}
+    expected = threshold_for_accuracy(
+        [by_id[w].confidence for w in targets], weights, target_accuracy
+    )
+    assert result.auto_threshold == expected
+    assert 0.5 <= expected < 0.9  # p_own 0.8: no workload is 90 % sure, most are 80 %
+    placed = [p for p in result.predictions if p.confidence >= expected]
+    assert placed and len(placed) < len(result.predictions)
+    # the same model and candidates as the fixed threshold; only who is explained differs
+    assert [p.candidates for p in result.predictions] == [p.candidates for p in fixed.predictions]
+    assert all(not p.signals for p in placed)
+    assert any(p.signals for p in result.predictions if p.confidence < expected)
+    mean = sum(p.confidence * targets[p.workload_id]["gpu_count"] for p in placed) / sum(
+        targets[p.workload_id]["gpu_count"] for p in placed
+    )
+    assert mean >= target_accuracy
 
 
 def test_calibration_weights_follow_the_mix_to_score():

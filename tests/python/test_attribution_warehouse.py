@@ -210,6 +210,7 @@ def test_an_accepted_suggestion_changes_the_next_build(generated_warehouse, tmp_
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-6000:]
     assert "running the row core" not in result.stdout
+    assert f"{model}: lazy core (" in result.stdout + result.stderr
     with duckdb.connect(str(lazy / "gpucost.duckdb"), read_only=True) as con:
         con.execute(f"attach '{rebuilt}' as row_core (read_only)")
         differ = con.sql(
@@ -236,9 +237,12 @@ def test_benchmark_command_scores_untagged_pods_against_the_truth(tmp_path, caps
 
     out = tmp_path / "bench"
     args = ["--out", str(out), "--nodes", "2", "--days", "2", "--step", "600", "--workloads", "500"]
-    assert main(["benchmark-attribution", *args]) == 0
+    # with a target accuracy: the build derives its threshold (var gpucost_attribution_target_accuracy)
+    assert main(["benchmark-attribution", *args, "--target-accuracy", "0.85"]) == 0
     printed = capsys.readouterr().out
     assert "holdout:" in printed and "other thresholds" in printed
+    assert "ranking bound" in printed and "information ceiling" in printed
+    (derived,) = re.findall(r"derived from target accuracy 0.85: ([\d.]+)", printed)
     assert re.search(r"training \+ scoring 500 workloads .*: [\d.]+ s wall", printed)
     # every untagged pod that ran is scored: the truth joins the warehouse's workload ids
     (scored,) = re.findall(r"rules \+ model: (\d+) workloads", printed)
@@ -268,6 +272,38 @@ def test_benchmark_command_scores_untagged_pods_against_the_truth(tmp_path, caps
         and f"{r['cluster']}/{r['namespace']}/{r['pod']}/{r['uid']}" in ran
     ]
     assert int(scored) == len(untagged_ran) > 0
+    _assert_threshold_derived(out / "gpucost.duckdb", 0.85, float(derived))
+
+
+def _assert_threshold_derived(warehouse: Path, target: float, printed: float) -> None:
+    """The build's threshold is the one threshold_for_accuracy gives over its own predictions
+    (weighted by GPU-hours), on every score row and in rpt_attribution_quality, and it is what
+    decided which workloads the model owns."""
+    from gpucost.attribution import _gpu_hours, threshold_for_accuracy
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        thresholds = con.sql(
+            "select distinct auto_threshold from intermediate.int_workload_attribution_scores"
+        ).fetchall()
+        rel = con.sql(
+            "select p.workload_id, p.attribution_confidence, f.gpu_count, f.duration_hours,"
+            " w.attribution_method"
+            " from intermediate.int_workload_attribution_predictions as p"
+            " join intermediate.int_workload_features as f using (workload_id)"
+            " join intermediate.int_workloads as w using (workload_id)"
+        )
+        rows = [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]
+        quality = con.sql("select distinct auto_threshold from marts.rpt_attribution_quality")
+        (reported,) = quality.fetchall()
+    ((threshold,),) = thresholds
+    assert threshold == printed == float(reported[0])
+    expected = threshold_for_accuracy(
+        [r["attribution_confidence"] for r in rows], [_gpu_hours(r) for r in rows], target
+    )
+    assert threshold == expected
+    for r in rows:
+        owned = r["attribution_method"] == "model"
+        assert owned == (r["attribution_confidence"] >= threshold), r
 
 
 def test_cost_below_the_threshold_goes_to_the_suspense_owner(generated_warehouse):

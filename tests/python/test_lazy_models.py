@@ -56,11 +56,17 @@ def test_lazy_models_equal_row_models(generated_warehouse, tmp_path):
     # both copies read the reservation; one runs the row cores (default var), the other the lazy ones
     claim = "stg_reference__gpu_reservations+,+int_gpu_idle_costs_spread"
     row_path, lazy_path = tmp_path / "row.duckdb", tmp_path / "lazy.duckdb"
-    for path, extra in ((row_path, ()), (lazy_path, ("--vars", "{gpucost_lazy_min_rows: 0}"))):
+    runs = ((row_path, (), "row"), (lazy_path, ("--vars", "{gpucost_lazy_min_rows: 0}"), "lazy"))
+    for path, extra, core in runs:
         shutil.copyfile(generated_warehouse.path, path)
         result = run_dbt(landing, path, tmp_path, "run", "--select", claim, *LAZY_MODELS, *extra)
+        printed = result.stdout + result.stderr
         assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-        assert "running the row core" not in result.stdout + result.stderr
+        assert "running the row core" not in printed
+        # each model says which core it ran (the var reaches it: dbt passes a Python model only
+        # the config keys its own file reads, test_python_model_config)
+        for model in LAZY_MODELS:
+            assert f"{model}: {core} core (" in printed, (model, core, printed[-3000:])
     with duckdb.connect(str(row_path), read_only=True) as con:
         con.execute(f"attach '{lazy_path}' as lazy (read_only)")
         for model in LAZY_MODELS:

@@ -1,9 +1,9 @@
 -- One row per workload with its owner: the declared owner (valid label, human override, declarative rule;
 -- int_workload_owners_declared) when there is one, else the learned model's prediction when its calibrated
--- confidence reaches var gpucost_attribution_auto_threshold, else the suspense owner when configured
+-- confidence reaches the build's auto_threshold (var gpucost_attribution_auto_threshold, or derived from var
+-- gpucost_attribution_target_accuracy: int_workload_attribution_scores), else the suspense owner when configured
 -- (vars gpucost_attribution_suspense_team_id / _project_id), else unattributed with the reason.
 -- attribution_confidence: 1 for declared owners, the model's probability for model owners, 0 otherwise.
-{%- set threshold = var('gpucost_attribution_auto_threshold') %}
 {%- set suspense_team = var('gpucost_attribution_suspense_team_id') %}
 {%- set suspense_project = var('gpucost_attribution_suspense_project_id') %}
 with
@@ -33,7 +33,7 @@ decided as (
         predictions.predicted_project_id,
         predictions.attribution_confidence as model_confidence,
         not declared.is_attributed
-        and coalesce(predictions.attribution_confidence >= {{ threshold }}, false) as is_model_owner
+        and coalesce(predictions.attribution_confidence >= predictions.auto_threshold, false) as is_model_owner
     from declared
     left join predictions on declared.workload_id = predictions.workload_id
 

@@ -1,7 +1,8 @@
 -- How good the learned attribution is, measured on every build (gpucost.attribution):
 --   holdout      accuracy on labelled workloads hidden from training (time-based split: trained on the
 --                earlier, tested on the later ones), money-weighted by each workload's effective cost;
---                coverage = share of that cost at or above var gpucost_attribution_auto_threshold;
+--                coverage = share of that cost at or above the build's auto_threshold (var
+--                gpucost_attribution_auto_threshold, or derived from var gpucost_attribution_target_accuracy);
 --                expected_calibration_error over ten equal-width confidence bins;
 --   reliability  one row per confidence bin: mean confidence against accuracy;
 --   confusion    the five most costly (true project, predicted project) mistakes;
@@ -13,6 +14,19 @@ with
 holdout as (
 
     select * from {{ ref('int_workload_attribution_holdout') }}
+
+),
+
+scores as (
+
+    select * from {{ ref('int_workload_attribution_scores') }}
+
+),
+
+build_threshold as (
+
+    select coalesce(max(auto_threshold), {{ threshold }}) as auto_threshold
+    from scores
 
 ),
 
@@ -47,7 +61,7 @@ scored as (
         holdout.predicted_project_id,
         holdout.attribution_confidence as confidence,
         holdout.predicted_project_id = holdout.true_project_id as is_correct,
-        holdout.attribution_confidence >= {{ threshold }} as is_auto,
+        holdout.attribution_confidence >= holdout.auto_threshold as is_auto,
         least(floor(holdout.attribution_confidence * 10), 9) as confidence_bin,
         coalesce(costs.effective_cost, 0) as effective_cost,
         cast(coalesce(costs.effective_cost, 0) as double) as weight
@@ -250,7 +264,7 @@ final as (
         cast(accuracy_by_count as decimal(9, 6)) as accuracy_by_count,
         cast(mean_confidence as decimal(9, 6)) as mean_confidence,
         cast(expected_calibration_error as decimal(9, 6)) as expected_calibration_error,
-        cast({{ threshold }} as decimal(9, 6)) as auto_threshold
+        cast((select build_threshold.auto_threshold from build_threshold) as decimal(9, 6)) as auto_threshold
     from unioned
 
 )

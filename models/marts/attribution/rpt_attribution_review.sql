@@ -1,7 +1,8 @@
 -- The review queue: every workload whose owner nobody declared and the learned model could not place with
--- confidence at or above var gpucost_attribution_auto_threshold, with its top-3 candidates, the signals
--- behind the first one and the cost at stake, ranked by cost. Accepting a suggestion means adding the
--- row's suggested_override to seeds/attribution_overrides.csv; the next build uses it as a label.
+-- confidence at or above the build's auto threshold (int_workload_attribution_scores), with its top-3
+-- candidates, the signals behind the first one and the cost at stake, ranked by cost. Accepting a suggestion
+-- means adding the row's suggested_override to seeds/attribution_overrides.csv; the next build uses it as a
+-- label.
 with
 
 workloads as (
