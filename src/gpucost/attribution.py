@@ -62,6 +62,7 @@ __all__ = [
     "fit",
     "history_features",
     "holdout_predictions",
+    "mention_agreement",
     "predict",
     "predict_untagged",
     "prediction_rows",
@@ -117,6 +118,8 @@ class AttributionModel:
     )
     # the checkpoint's training matrix, until training continues on the hold-out
     training_data: tuple[Any, np.ndarray] | None = field(default=None, repr=False)
+    # owner kind -> how often a labelled workload's one mentioned project is its label (smoothed)
+    mention_agreement: dict[str, float] = field(default_factory=dict)
 
     @property
     def calibration_workloads(self) -> int:
@@ -503,6 +506,52 @@ def mask_draw(
     return True, True
 
 
+def _mentioned(features: Mapping[str, float], classes: Sequence[str]) -> tuple[str | None, str]:
+    """(the one known project the workload's names mention, else None; its owner kind)."""
+    found = [k[9:] for k in features if k.startswith("mentions=") and k[9:] in classes]
+    kind = next((k[11:] for k in features if k.startswith("owner_kind=")), NONE)
+    return (found[0] if len(found) == 1 else None), kind
+
+
+def mention_agreement(
+    features: Sequence[Mapping[str, float]], labels: Sequence[str], classes: Sequence[str]
+) -> dict[str, float]:
+    """Per owner kind, how often a labelled workload whose names mention exactly one project has
+    that project as its label: (agreeing + 1) / (mentioning + 2).
+
+    The regression learns ``mentions=<project>`` per project, so a project's first serving pod
+    (``summarizer-infer``, where only summarizer training jobs were ever labelled) cannot borrow
+    what every other project's serving pods taught: that a deployment's name says its project.
+    This rate is that shared lesson, per kind, since it differs by kind: a serving pod's name says
+    its project, an evaluation job's names the evaluation harness (a project too) it runs."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for f, label in zip(features, labels, strict=True):
+        mentioned, kind = _mentioned(f, classes)
+        if mentioned is not None:
+            counts[kind][0] += mentioned == label
+            counts[kind][1] += 1
+    return {kind: (agree + 1) / (n + 2) for kind, (agree, n) in counts.items()}
+
+
+def _proba(model: AttributionModel, features: Sequence[Mapping[str, float]]) -> np.ndarray:
+    """The regression's probabilities, each workload's one mentioned project scaled by its kind's
+    likelihood ratio a (K - 1) / (1 - a) (a: :func:`mention_agreement`, K classes; a mention wrong
+    with probability 1 - a names any other project alike) and renormalised; kinds whose mentions
+    agree no better than chance (a <= 1 / K) are left alone. Before calibration, for the hold-out
+    and the workloads to score alike, so the calibration map sees what the predictions use."""
+    proba = model.classifier.predict_proba(model.vectorizer.transform(features))
+    k = len(model.classes)
+    index = {c: i for i, c in enumerate(model.classes)}
+    for i, f in enumerate(features):
+        mentioned, kind = _mentioned(f, model.classes)
+        agree = model.mention_agreement.get(kind)
+        if mentioned is None or agree is None or agree <= 1.0 / k:
+            continue
+        proba[i, index[mentioned]] *= agree * (k - 1) / (1.0 - agree)
+        proba[i] /= proba[i].sum()
+    return proba
+
+
 def fit(
     features: Sequence[Mapping[str, float]],
     labels: Sequence[str],
@@ -546,6 +595,9 @@ def fit(
         training_workloads=len(keep),
         calibration="none",
         coefficients=coefs,
+        mention_agreement=mention_agreement(
+            [features[i] for i in keep], [labels[i] for i in keep], classes
+        ),
     )
     if calibration is not None and len(calibration[0]) >= _CAL_MIN:
         cal_x, cal_y, cal_w = calibration
@@ -579,12 +631,17 @@ def continue_training(
     coefs = base.coef_ if base.coef_.shape[0] > 1 else np.vstack([-base.coef_[0], base.coef_[0]])
     model.coefficients = coefs
     model.training_workloads = int(known.sum())
+    model.mention_agreement = mention_agreement(
+        [f for f, k in zip(features, known, strict=True) if k],
+        [str(y) for y, k in zip(labels, known, strict=True) if k],
+        model.classes,
+    )
 
 
 def _raw_top(
     model: AttributionModel, features: Sequence[Mapping[str, float]], labels: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray]:
-    proba = model.classifier.predict_proba(model.vectorizer.transform(features))
+    proba = _proba(model, features)
     best = np.argmax(proba, axis=1)
     classes = np.array(model.classes)
     return proba[np.arange(len(best)), best], classes[best] == np.asarray(labels)
@@ -623,7 +680,7 @@ def predict(
     if not features:
         return []
     x = model.vectorizer.transform(features)
-    proba = model.classifier.predict_proba(x)
+    proba = _proba(model, features)
     names = model.vectorizer.feature_names_
     order = np.argsort(-proba, axis=1, kind="stable")[:, :top]
     raw_top = proba[np.arange(len(order)), order[:, 0]]

@@ -20,6 +20,7 @@ from gpucost.attribution import (
     holdout_predictions,
     label_patterns,
     mask_draw,
+    mention_agreement,
     predict,
     predict_untagged,
     static_features,
@@ -116,6 +117,56 @@ def test_fit_is_deterministic_and_gives_sorted_top3():
         assert probs == sorted(probs, reverse=True)
         assert probs[-1] >= 0 and sum(probs) <= 1 + 1e-5  # rounded to 6 places
         assert p.signals  # explained: the features behind the first candidate
+
+
+def test_mention_agreement_is_counted_per_owner_kind():
+    def f(kind: str, *mentioned: str) -> dict[str, float]:
+        return {f"owner_kind={kind}": 1.0, **{f"mentions={p}": 1.0 for p in mentioned}}
+
+    features = [
+        f("ReplicaSet", "rag-search"),  # agrees
+        f("ReplicaSet", "summarizer"),  # agrees
+        f("ReplicaSet", "summarizer"),  # does not
+        f("Job", "detector-v2"),  # an evaluation naming its harness: does not
+        f("Job", "rag-search", "summarizer"),  # two mentions: not counted
+        f("Job"),  # none: not counted
+        f("ReplicaSet", "unknown-project"),  # not a class: not counted
+    ]
+    labels = ["rag-search", "summarizer", "rag-search", "summarizer", "summarizer", "x", "x"]
+    assert mention_agreement(features, labels, PROJECTS) == {
+        "ReplicaSet": (2 + 1) / (3 + 2),
+        "Job": (0 + 1) / (1 + 2),
+    }
+
+
+def test_a_kind_whose_names_say_the_project_lends_it_to_a_project_never_seen_in_that_kind():
+    # serving pods of rag-search and detector-v2 are labelled and named after their project; the
+    # first summarizer serving pod can only learn from that shared lesson (the regression's
+    # mentions=summarizer weight was never trained on a serving pod); evaluation jobs name the
+    # harness they run (detector-v2 here), which says nothing of their project
+    rng = random.Random(3)
+    x, y = [], []
+    for i in range(300):
+        project = PROJECTS[i % 3]
+        if project != "summarizer":
+            x.append({"owner_kind=ReplicaSet": 1.0, f"mentions={project}": 1.0, "ns=serve": 1.0})
+            y.append(project)
+        x.append({"owner_kind=Job": 1.0, "mentions=detector-v2": 1.0, f"user=u{i % 7}": 1.0})
+        y.append(rng.choice(["rag-search", "summarizer"]))  # never the harness it names
+    model = fit(x, y, seed=0)
+    assert model is not None
+    assert model.mention_agreement["ReplicaSet"] > 0.99
+    assert model.mention_agreement["Job"] < 1 / 3
+    serving = [{"owner_kind=ReplicaSet": 1.0, "mentions=summarizer": 1.0, "ns=serve": 1.0}]
+    evaluation = [{"owner_kind=Job": 1.0, "mentions=detector-v2": 1.0, "user=u1": 1.0}]
+    with_lesson = predict(model, serving + evaluation, ["s", "e"])
+    lessons, model.mention_agreement = model.mention_agreement, {}
+    without = predict(model, serving + evaluation, ["s", "e"])
+    model.mention_agreement = lessons
+    assert without[0].project_id != "summarizer"  # the regression alone: the namespace's projects
+    assert with_lesson[0].project_id == "summarizer"
+    # a kind whose mentions agree no better than chance is left as the regression has it
+    assert with_lesson[1] == without[1]
 
 
 @pytest.mark.parametrize("n", [3000, 10000])  # cross-validated / time-based calibration set
