@@ -4,14 +4,14 @@ Top-3 calibrated candidates for every workload without a declared owner (scored_
 and for the time-based hold-out it was calibrated and measured on (scored_set = 'holdout', with
 true_project_id)."""
 
-from gpucost.arrow_io import ATTRIBUTION_SCHEMA, rows_of, table_of
+from gpucost.arrow_io import ATTRIBUTION_SCHEMA, config_text, rows_of, table_of
 from gpucost.attribution import attribute, attribution_rows, known_projects
 
 
 def _number(value: object) -> float | None:
-    """A config value rendered from a var: a number, or empty / None (not set)."""
-    text = str(value if value is not None else "").strip()
-    return None if text in ("", "None", "none", "null") else float(text)
+    """A config value rendered from a var: a number, or None when the var is unset."""
+    text = config_text(value)
+    return None if text is None else float(text)
 
 
 def _or(value: float | None, default: float) -> float:

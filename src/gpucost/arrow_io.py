@@ -150,6 +150,13 @@ PLACED_SCHEMA = pa.schema(
 )
 
 
+def config_text(value: Any) -> str | None:
+    """A dbt Python model's config value as rendered from a var: its text, or None when the var
+    is unset (null renders as ``None``, an empty default as ``''``)."""
+    text = str(value if value is not None else "").strip()
+    return None if text in ("", "None", "none", "null") else text
+
+
 def rows_of(relation_or_table: Any) -> list[dict[str, Any]]:
     """Rows of an Arrow table, or of anything with ``.arrow()`` / ``.to_arrow_table()`` /
     ``.toArrow()``.

@@ -533,13 +533,17 @@ def mention_agreement(
     return {kind: (agree + 1) / (n + 2) for kind, (agree, n) in counts.items()}
 
 
-def _proba(model: AttributionModel, features: Sequence[Mapping[str, float]]) -> np.ndarray:
+def _proba(
+    model: AttributionModel, features: Sequence[Mapping[str, float]], x: Any = None
+) -> np.ndarray:
     """The regression's probabilities, each workload's one mentioned project scaled by its kind's
     likelihood ratio a (K - 1) / (1 - a) (a: :func:`mention_agreement`, K classes; a mention wrong
     with probability 1 - a names any other project alike) and renormalised; kinds whose mentions
     agree no better than chance (a <= 1 / K) are left alone. Before calibration, for the hold-out
-    and the workloads to score alike, so the calibration map sees what the predictions use."""
-    proba = model.classifier.predict_proba(model.vectorizer.transform(features))
+    and the workloads to score alike, so the calibration map sees what the predictions use.
+    ``x``: the features already vectorised, when the caller has them."""
+    x = model.vectorizer.transform(features) if x is None else x
+    proba = model.classifier.predict_proba(x)
     k = len(model.classes)
     index = {c: i for i, c in enumerate(model.classes)}
     for i, f in enumerate(features):
@@ -680,7 +684,7 @@ def predict(
     if not features:
         return []
     x = model.vectorizer.transform(features)
-    proba = _proba(model, features)
+    proba = _proba(model, features, x)
     names = model.vectorizer.feature_names_
     order = np.argsort(-proba, axis=1, kind="stable")[:, :top]
     raw_top = proba[np.arange(len(order)), order[:, 0]]
@@ -768,7 +772,7 @@ class Attribution:
     predictions: list[Prediction]
     holdout: list[tuple[Prediction, str]]
     model: AttributionModel | None
-    auto_threshold: float = 0.9  # the confidence from which a prediction places the money
+    auto_threshold: float  # the confidence from which a prediction places the money
 
 
 def attribute(

@@ -22,10 +22,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gpucost.attribution import attribute, evaluate, known_projects, predict_untagged
+from gpucost.attribution import (
+    Prediction,
+    attribute,
+    evaluate,
+    known_projects,
+    predict_untagged,
+)
 
 TARGETS = {"coverage": 0.95, "accuracy": 0.97, "ece": 0.03}
 
@@ -66,9 +73,13 @@ def _truth(truth_csv: Path) -> dict[str, tuple[str, str]]:
     return truth
 
 
-def truth_rows(warehouse: Path, truth_csv: Path) -> tuple[list[Row], list[Row]]:
+def truth_rows(
+    warehouse: Path, truth_csv: Path, predictions: Mapping[str, Prediction] | None = None
+) -> tuple[list[Row], list[Row]]:
     """(rules + model, model alone) rows of the untagged pods (per the generator), against their
-    true project, weighted by effective cost."""
+    true project, weighted by effective cost. ``predictions`` replace the build's model for every
+    workload no rule or override placed (:func:`oracle_rows`); the model-alone rows stay the
+    build's."""
     import duckdb
 
     truth = _truth(truth_csv)
@@ -92,7 +103,10 @@ def truth_rows(warehouse: Path, truth_csv: Path) -> tuple[list[Row], list[Row]]:
         true_project, state = truth.get(r["workload_id"], (None, None))
         if state is None or state == "tagged":
             continue
-        if r["attribution_method"] in ("rule", "model", "override"):
+        if predictions is not None and r["attribution_method"] not in ("rule", "override"):
+            p = predictions.get(r["workload_id"])
+            pred, conf = (p.project_id, p.confidence) if p and p.candidates else (None, 0.0)
+        elif r["attribution_method"] in ("rule", "model", "override"):
             pred, conf = r["project_id"], float(r["attribution_confidence"])
         else:
             pred, conf = r["candidate_1_project_id"], float(r["model_confidence"] or 0.0)
@@ -101,15 +115,6 @@ def truth_rows(warehouse: Path, truth_csv: Path) -> tuple[list[Row], list[Row]]:
             conf = float(r["model_confidence"])
             model_only.append((r["candidate_1_project_id"], true_project, conf, r["weight"]))
     return scored, model_only
-
-
-def truth_report(warehouse: Path, truth_csv: Path, threshold: float) -> dict[str, Any]:
-    """Untagged pods (per the generator) scored against their true project, money-weighted."""
-    scored, model_only = truth_rows(warehouse, truth_csv)
-    return {
-        "all": evaluate(scored, threshold=threshold),
-        "model": evaluate(model_only, threshold=threshold),
-    }
 
 
 def oracle_rows(warehouse: Path, truth_csv: Path, seed: int) -> list[Row]:
@@ -123,21 +128,6 @@ def oracle_rows(warehouse: Path, truth_csv: Path, seed: int) -> list[Row]:
     with duckdb.connect(str(warehouse), read_only=True) as con:
         records = _rows(con, "select * from intermediate.int_workload_features")
         mapping = _rows(con, "select project_id from staging.stg_reference__org_mapping")
-        owners = {
-            r["workload_id"]: (r["attribution_method"], r["project_id"])
-            for r in _rows(
-                con,
-                "select workload_id, attribution_method, project_id"
-                " from intermediate.int_workloads",
-            )
-        }
-        costs = dict(
-            con.sql(
-                "select workload_id, cast(sum(effective_cost) as double)"
-                " from marts.fct_cost_allocation where workload_id is not null group by 1"
-            ).fetchall()
-        )
-    known = known_projects(records, mapping)
     told = [
         {**r, "rule_project_id": truth[r["workload_id"]][0]}
         if r["workload_id"] in truth
@@ -146,21 +136,8 @@ def oracle_rows(warehouse: Path, truth_csv: Path, seed: int) -> list[Row]:
         else r
         for r in records
     ]
-    predictions = {p.workload_id: p for p in attribute(told, known, seed=seed).predictions}
-    rows: list[Row] = []
-    for wid, (true_project, state) in truth.items():
-        if state == "tagged" or wid not in owners:
-            continue
-        weight = float(costs.get(wid) or 0.0)
-        method, owner = owners[wid]
-        if method in ("rule", "override"):
-            rows.append((owner, true_project, 1.0, weight))
-        elif wid in predictions and predictions[wid].candidates:
-            p = predictions[wid]
-            rows.append((p.project_id, true_project, p.confidence, weight))
-        else:
-            rows.append((None, true_project, 0.0, weight))
-    return rows
+    result = attribute(told, known_projects(records, mapping), seed=seed)
+    return truth_rows(warehouse, truth_csv, {p.workload_id: p for p in result.predictions})[0]
 
 
 def time_training(warehouse: Path, workloads: int, seed: int) -> tuple[float, float, int, int]:
@@ -274,7 +251,11 @@ def run(args: argparse.Namespace) -> int:
     threshold = float(quality[0]["auto_threshold"]) if quality else args.threshold
     if args.target_accuracy is not None:
         print(f"  auto threshold derived from target accuracy {args.target_accuracy}: {threshold}")
-    reports = truth_report(warehouse, truth_csv, threshold)
+    scored, model_only = truth_rows(warehouse, truth_csv)
+    reports = {
+        "all": evaluate(scored, threshold=threshold),
+        "model": evaluate(model_only, threshold=threshold),
+    }
     print(f"\nuntagged pods against the generator's truth (threshold {threshold}):")
     for name, rep in reports.items():
         label = "rules + model" if name == "all" else "model alone"
@@ -296,14 +277,13 @@ def run(args: argparse.Namespace) -> int:
     sweep = ", ".join(
         f"{t:.1f}: {_pct(r.coverage).strip()} at {_pct(r.accuracy_auto).strip()}"
         for t in (0.5, 0.6, 0.7, 0.8, 0.9)
-        for r in [truth_report(warehouse, truth_csv, t)["all"]]
+        for r in [evaluate(scored, threshold=t)]
     )
     print(f"  other thresholds (coverage at accuracy): {sweep}")
     rep = reports["all"]
     placed_right = _pct(rep.coverage * rep.accuracy_auto)
     print(f"  coverage x accuracy = {placed_right} of untagged cost placed right")
     target = TARGETS["accuracy"]
-    scored, _ = truth_rows(warehouse, truth_csv)
     print(
         f"  where the gap lies: the best single threshold on these confidences would place"
         f" {_pct(coverage_at_accuracy(scored, target)).strip()} at {_pct(target).strip()} right"

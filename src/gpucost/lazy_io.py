@@ -20,7 +20,7 @@ import duckdb
 import narwhals as nw
 import pyarrow as pa
 
-from gpucost.arrow_io import MONEY
+from gpucost.arrow_io import MONEY, config_text
 from gpucost.lazy_allocation import WeightBoundError
 
 MONEY_SQL = "DECIMAL(38, 18)"
@@ -162,6 +162,5 @@ def lazy_min_rows(value: object) -> int | None:
     Python model only the config keys it finds as literal ``dbt.config.get`` calls in the model's
     own file (a call made in a helper, or nested in an expression other than a call's argument,
     is not seen, and ``get`` then returns None)."""
-    if value in (None, "", "None", "none", "null"):
-        return None
-    return int(str(value))
+    text = config_text(value)
+    return None if text is None else int(text)
