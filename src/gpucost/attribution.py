@@ -15,7 +15,9 @@ Signals (the four families of the design brief), one feature dict per workload:
   (pipelines), the earlier job whose output this one reads (lineage: its name in this one's
   paths), the hour of day and day of week; a workload without a user label reads the history of
   the person who created it (an admission webhook's annotation: :func:`creator_user`), else of
-  the user its owner or volume claims name (a notebook server ``jupyter-alice``);
+  the user its owner or volume claims name (a notebook server ``jupyter-alice``); and the other
+  side: the same user's / namespace's / job family's *next* known workload, and the known workloads
+  that later read this one's output;
 * user behaviour: the user's and the namespace's project mix so far.
 
 One training per build (:func:`attribute`): a regression fitted on the older labelled workloads,
@@ -24,9 +26,11 @@ then continued on them. Labelled workloads are shown to the model as the targets
 labels masked as often as the targets lack them: :func:`mask_draw`; a missing user read from the
 workload's creator, else its owner or volume claims: :class:`UserInference`).
 
-History features only read labels of workloads that **started strictly earlier** (never the
-workload's own label, never the future): :func:`history_features` is leakage-free by construction,
-and the evaluation (:func:`holdout_predictions`) trains on earlier workloads, tests on later ones.
+History features read the known projects of a workload's neighbours on both sides in time, **never
+its own** (:func:`history_features`). The evaluation (:func:`holdout_predictions`) trains on earlier
+workloads and tests on later ones, and nothing the measured checkpoint is fitted on reads a hold-out
+label (a training workload's later side reads training labels only): a held-out workload's own label
+cannot move its raw prediction.
 """
 
 from __future__ import annotations
@@ -325,12 +329,17 @@ def history_features(
     records: Sequence[Mapping[str, Any]],
     labels: Mapping[str, str],
     reader_users: Mapping[str, str | None] | None = None,
+    later_labels: Mapping[str, str] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Temporal and behavioural features per workload, from labels of strictly earlier workloads.
+    """Temporal and behavioural features per workload, from the known projects of its neighbours
+    on both sides in time: never its own. ``later_labels``: what the later side reads, when that
+    differs from ``labels``.
 
     ``labels`` maps workload_id -> known project for the workloads whose label may be read.
-    Records are visited in start order; a workload's features are computed *before* any label of a
-    workload starting at the same second or later is added, so no workload sees its own label.
+    Records are visited in start order; a workload's earlier-side features (``*_prev``, ``*_mix``,
+    ``pipeline_prev``, ``reads_prev``) are computed *before* any label of a workload starting at the
+    same second or later is added; its later-side features (:func:`_later_features`: ``*_next``,
+    ``read_by``) read only workloads starting strictly later. So no workload sees its own label.
     A label is filed under its record's user; ``reader_users`` (workload_id -> user or None) says
     under which user a workload *reads* history, when that differs (a labelled workload shown
     without its user label, as the workloads to score often are).
@@ -395,6 +404,57 @@ def history_features(
         for ref in sorted(references(r) & owner_project.keys()):
             if ref != str(r.get("created_by_name") or "").lower():
                 f[f"reads_prev={owner_project[ref]}"] = 1.0
+        out[str(r["workload_id"])] = f
+        pending.append(r)
+    later = labels if later_labels is None else later_labels
+    for wid, f in _later_features(order, later, reader_users).items():
+        out[wid].update(f)
+    return out
+
+
+def _later_features(
+    order: Sequence[Mapping[str, Any]],
+    labels: Mapping[str, str],
+    reader_users: Mapping[str, str | None] | None,
+) -> dict[str, dict[str, float]]:
+    """The other side of a workload's neighbours: the project of the same user's, namespace's and
+    job family's *next* known workload, and of the known workloads that later read this one's
+    output (``read_by``: their paths name its owner, as an evaluation names the training job whose
+    checkpoint it loads). A month is scored when it is over, so a Monday's untagged job can learn
+    from the labelled job its user started on Tuesday. ``order``: the records in start order,
+    walked backwards; only workloads starting strictly later are read."""
+    user_next: dict[str, str] = {}
+    ns_next: dict[str, str] = {}
+    family_next: dict[str, str] = {}
+    read_by: dict[str, set[str]] = defaultdict(set)  # a path segment -> projects of its readers
+    out: dict[str, dict[str, float]] = {}
+    pending: list[Mapping[str, Any]] = []
+    pending_start: float | None = None
+    for r in reversed(order):
+        start = _num(r.get("started_epoch")) or 0.0
+        if pending_start is None or start < pending_start:
+            for done in pending:
+                project = labels.get(str(done["workload_id"]))
+                if project is not None:
+                    user_next[_user_key(done)] = project
+                    ns_next[done.get("namespace") or NONE] = project
+                    family_next[_family(done)] = project
+                    for ref in references(done):
+                        read_by[ref].add(project)
+            pending.clear()
+            pending_start = start
+        user, ns = _reader_key(r, reader_users), r.get("namespace") or NONE
+        f: dict[str, float] = {}
+        if user != NONE and user in user_next:
+            f[f"user_next={user_next[user]}"] = 1.0
+        if ns in ns_next:
+            f[f"ns_next={ns_next[ns]}"] = 1.0
+        family = _family(r)
+        if family in family_next:
+            f[f"family_next={family_next[family]}"] = 1.0
+        owner = str(r.get("created_by_name") or "").lower()
+        for project in sorted(read_by.get(owner, ())) if owner else ():
+            f[f"read_by={project}"] = 1.0
         out[str(r["workload_id"])] = f
         pending.append(r)
     return out
@@ -798,6 +858,11 @@ def attribute(
     ``explain_below`` is the auto threshold: predictions below it say which features drove them.
     With ``target_accuracy`` the threshold is derived instead (:func:`threshold_for_accuracy` over
     the predictions, weighted by GPU-hours) and returned as ``auto_threshold``.
+
+    History features read neighbours on both sides (:func:`history_features`). No feature the
+    measured checkpoint is fitted on reads a hold-out label (a training workload's later side reads
+    the training labels only), so a hold-out workload's own label cannot move its raw prediction;
+    the hold-out reads what the targets read: every other workload's label, on both sides.
     """
     records = sorted(records, key=lambda r: str(r["workload_id"]))
     labels = {
@@ -807,13 +872,10 @@ def attribute(
     }
     # neighbours placed by a declarative rule are known too: history features may read them
     # (never as training labels: a rule is a guess written by a person, not a tag)
-    neighbours = {
-        **{
-            str(r["workload_id"]): str(r["rule_project_id"])
-            for r in records
-            if r.get("rule_project_id")
-        },
-        **labels,
+    rules = {
+        str(r["workload_id"]): str(r["rule_project_id"])
+        for r in records
+        if r.get("rule_project_id")
     }
     targets = [
         r
@@ -821,7 +883,6 @@ def attribute(
         if str(r["workload_id"]) not in labels
         and r.get("declared_attribution_method") in (None, "none")
     ]
-    target_ids = [str(r["workload_id"]) for r in targets]
     labelled = _trailing(records, labels, training_days)
     n_test = math.ceil(len(labelled) * holdout_fraction)
     if 0 < n_test < len(labelled):
@@ -830,17 +891,55 @@ def attribute(
         test = [r for r in labelled if _start(r) >= cutoff]
     else:
         train, test = labelled, []
-    train_ids = [str(r["workload_id"]) for r in train]
-    test_ids = [str(r["workload_id"]) for r in test]
+    labelled_ids = {str(r["workload_id"]) for r in labelled}
+    views = _views(records, known_projects, targets, labelled_ids, seed)
+    setup = _Setup(labels, targets, train, test, calibration_weights(test, targets or test))
+    known = {**rules, **labels}
+    shown = views.shown(known)
+    # the checkpoint is fitted on the training workloads: their later side reads no hold-out label
+    # (their earlier side reads only training labels anyway)
+    fitted = views.shown(
+        known,
+        later={**rules, **{str(r["workload_id"]): labels[str(r["workload_id"])] for r in train}},
+    )
+    measured = {**shown, **{w: fitted[w] for w in (str(r["workload_id"]) for r in train)}}
+    return _one_pass(setup, measured, shown, explain_below, target_accuracy, seed)
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """The labels, the workloads to score, the time-based split and the calibration weights."""
+
+    labels: dict[str, str]
+    targets: list[Mapping[str, Any]]
+    train: list[Mapping[str, Any]]
+    test: list[Mapping[str, Any]]
+    calibration_weights: list[float]
+
+
+def _one_pass(
+    setup: _Setup,
+    measured: Mapping[str, dict[str, float]],
+    known: Mapping[str, dict[str, float]],
+    explain_below: float,
+    target_accuracy: float | None,
+    seed: int,
+) -> Attribution:
+    """Fit on the training workloads and calibrate and measure on the hold-out (features of the
+    ``measured`` world), continue on both and predict the targets (features of the ``known``
+    world: every label read)."""
+    labels, targets = setup.labels, setup.targets
+    target_ids = [str(r["workload_id"]) for r in targets]
+    train_ids = [str(r["workload_id"]) for r in setup.train]
+    test_ids = [str(r["workload_id"]) for r in setup.test]
     labelled_ids = train_ids + test_ids
-    shown = _shown_features(records, neighbours, known_projects, targets, set(labelled_ids), seed)
     model = fit(
-        [shown[w] for w in train_ids],
+        [measured[w] for w in train_ids],
         [labels[w] for w in train_ids],
         calibration=(
-            [shown[w] for w in test_ids],
+            [measured[w] for w in test_ids],
             [labels[w] for w in test_ids],
-            calibration_weights(test, targets or test),
+            setup.calibration_weights,
         ),
         seed=seed,
     )
@@ -849,16 +948,17 @@ def attribute(
     # measured on the checkpoint (the regression has not seen the hold-out), then trained on
     held = predict(
         model,
-        [shown[w] for w in test_ids],
+        [measured[w] for w in test_ids],
         test_ids,
         explain_below=0.0,
         confidences=cross_fitted_confidences(model),
     )
-    continue_training(model, [shown[w] for w in labelled_ids], [labels[w] for w in labelled_ids])
-    target_x = [shown[w] for w in target_ids]
+    holdout = [(p, labels[p.workload_id]) for p in held]
+    continue_training(model, [known[w] for w in labelled_ids], [labels[w] for w in labelled_ids])
+    target_x = [known[w] for w in target_ids]
     if target_accuracy is None:
         preds = predict(model, target_x, target_ids, explain_below=explain_below)
-        return Attribution(preds, [(p, labels[p.workload_id]) for p in held], model, explain_below)
+        return Attribution(preds, holdout, model, explain_below)
     preds = predict(model, target_x, target_ids)
     threshold = threshold_for_accuracy(
         [p.confidence for p in preds], [_gpu_hours(r) for r in targets], target_accuracy
@@ -866,21 +966,37 @@ def attribute(
     preds = [
         p if p.confidence < threshold else Prediction(p.workload_id, p.candidates) for p in preds
     ]
-    return Attribution(preds, [(p, labels[p.workload_id]) for p in held], model, threshold)
+    return Attribution(preds, holdout, model, threshold)
 
 
-def _shown_features(
+@dataclass(frozen=True)
+class _Views:
+    """The workloads as the model sees them, before their neighbours' projects are read: static
+    features of the labelled workloads (masked) and the targets, each record under the user its
+    labels are filed (``writers``) and the user whose history it reads (``readers``)."""
+
+    static: dict[str, dict[str, float]]
+    writers: list[Mapping[str, Any]]
+    readers: dict[str, str | None]
+
+    def shown(
+        self, neighbours: Mapping[str, str], later: Mapping[str, str] | None = None
+    ) -> dict[str, dict[str, float]]:
+        """Static and history features, the history reading ``neighbours``' projects (``later``'s
+        on the later side, when given)."""
+        history = history_features(self.writers, neighbours, self.readers, later)
+        return {wid: {**f, **history[wid]} for wid, f in self.static.items()}
+
+
+def _views(
     records: Sequence[Mapping[str, Any]],
-    neighbours: Mapping[str, str],
     known_projects: Sequence[str],
     targets: Sequence[Mapping[str, Any]],
     labelled_ids: set[str],
     seed: int,
-) -> dict[str, dict[str, float]]:
-    """Features of the labelled workloads and the targets, as the model sees them.
-
-    A labelled workload is shown masked like the targets (:func:`mask_draw`); a workload without a
-    user label (or masked) reads history under its creator (:func:`creator_user`, not masked: it
+) -> _Views:
+    """A labelled workload is shown masked like the targets (:func:`mask_draw`); a workload without
+    a user label (or masked) reads history under its creator (:func:`creator_user`, not masked: it
     does not depend on the project label), else the user its owner or volume claims name
     (:class:`UserInference`, never from its own label). A label is filed under its workload's own
     user (or the creator or inferred one when it has none), whatever that workload is shown with."""
@@ -915,8 +1031,20 @@ def _shown_features(
         readers[wid] = user
         if wid in wanted:
             static[wid] = static_features(view, known_projects)
-    history = history_features(writers, neighbours, readers)
-    return {wid: {**f, **history[wid]} for wid, f in static.items()}
+    return _Views(static, writers, readers)
+
+
+def _shown_features(
+    records: Sequence[Mapping[str, Any]],
+    neighbours: Mapping[str, str],
+    known_projects: Sequence[str],
+    targets: Sequence[Mapping[str, Any]],
+    labelled_ids: set[str],
+    seed: int,
+) -> dict[str, dict[str, float]]:
+    """Features of the labelled workloads and the targets, as the model sees them (:func:`_views`),
+    their history reading ``neighbours``."""
+    return _views(records, known_projects, targets, labelled_ids, seed).shown(neighbours)
 
 
 def predict_untagged(
@@ -948,8 +1076,9 @@ def holdout_predictions(
     seed: int = 0,
 ) -> tuple[list[tuple[Prediction, str]], AttributionModel | None]:
     """:func:`attribute`'s time-based hold-out: (prediction, true project) for the latest
-    ``test_fraction`` of labelled workloads, hidden from the regression; their history features
-    read only labels of workloads that started before them (as an untagged workload's would)."""
+    ``test_fraction`` of labelled workloads, hidden from the regression (no feature it was fitted
+    on reads their labels); they read their neighbours' labels on both sides, as an untagged
+    workload does, never their own."""
     result = attribute(
         records, known_projects, training_days=None, holdout_fraction=test_fraction, seed=seed
     )

@@ -76,7 +76,14 @@ def test_static_features_read_a_typo_as_a_signal_not_a_label():
     assert not any(k.startswith("label=") for k in features)
 
 
-def test_history_features_only_read_earlier_labels():
+_LATER_SIDE = ("user_next=", "ns_next=", "family_next=", "read_by=")
+
+
+def _side(features: dict[str, float], later: bool) -> dict[str, float]:
+    return {k: v for k, v in features.items() if k.startswith(_LATER_SIDE) == later}
+
+
+def test_history_features_read_neighbours_on_both_sides_never_the_workload_itself():
     records = _records(200)
     labels = {r["workload_id"]: r["known_project_id"] for r in records}
     before = history_features(records, labels)
@@ -88,10 +95,42 @@ def test_history_features_only_read_earlier_labels():
     )
     after = history_features(records, flipped)
     assert after[target["workload_id"]] == before[target["workload_id"]]
-    # and no earlier workload's features change either; a later one by the same user may
+    # the earlier side of no earlier workload changes, the later side of no later one
     for r in records[:101]:
-        assert after[r["workload_id"]] == before[r["workload_id"]]
+        assert _side(after[r["workload_id"]], False) == _side(before[r["workload_id"]], False)
+    for r in records[100:]:
+        assert _side(after[r["workload_id"]], True) == _side(before[r["workload_id"]], True)
+    # and each side does read it: a later workload's history, an earlier one's next neighbours
     assert any(after[r["workload_id"]] != before[r["workload_id"]] for r in records[101:])
+    assert any(after[r["workload_id"]] != before[r["workload_id"]] for r in records[:100])
+    assert all(
+        not k.startswith(_LATER_SIDE) for r in records[-1:] for k in before[r["workload_id"]]
+    )
+
+
+def test_the_next_known_job_of_the_user_and_the_later_reader_of_a_checkpoint_are_neighbours():
+    train = {
+        "workload_id": "t",
+        "user_id": "u",
+        "namespace": "ns",
+        "created_by_name": "exp-3fa2c",
+        "started_epoch": 0,
+        "duration_hours": 2,
+    }
+    evaluation = {
+        "workload_id": "e",
+        "user_id": "v",
+        "namespace": "other",
+        "created_by_name": "eval-9k2mx",
+        "command_line": "python eval.py --model s3://ckpt/exp-3fa2c/final",
+        "started_epoch": 86_400,
+    }
+    later = {"workload_id": "l", "user_id": "u", "namespace": "ns", "started_epoch": 7_200}
+    history = history_features([train, evaluation, later], {"e": "rag-search", "l": "summarizer"})
+    assert history["t"]["read_by=rag-search"] == 1.0
+    assert history["t"]["user_next=summarizer"] == 1.0
+    assert history["t"]["ns_next=summarizer"] == 1.0
+    assert not any(k.startswith(_LATER_SIDE) for k in history["e"])
 
 
 def test_history_features_ignore_same_second_neighbours():
@@ -232,18 +271,25 @@ def test_one_training_gives_predictions_and_a_time_based_holdout():
     # the same inputs give the same output
     again = attribute(records, PROJECTS, training_days=None, holdout_fraction=0.2, seed=1)
     assert again.predictions == result.predictions and again.holdout == result.holdout
-    # a held-out workload is scored before training continues on it: its own label cannot move its
-    # prediction (the latest one: no other workload's history reads it)
-    last = max(labelled, key=lambda r: r["started_epoch"])
-    flipped = [dict(r) for r in records]
-    for r in flipped:
-        if r["workload_id"] == last["workload_id"]:
-            r["known_project_id"] = next(p for p in PROJECTS if p != last["known_project_id"])
-    other = attribute(flipped, PROJECTS, training_days=None, holdout_fraction=0.2, seed=1)
-    before = next(p for p, _ in result.holdout if p.workload_id == last["workload_id"])
-    after = next(p for p, _ in other.holdout if p.workload_id == last["workload_id"])
-    assert after == before
-    assert other.predictions != result.predictions  # the production model did learn it
+    # a held-out workload is scored before training continues on it, by a checkpoint fitted on
+    # features that read no hold-out label: its own label cannot move its raw prediction (other
+    # held-out workloads read it as a neighbour's, as targets do, so the calibration map fitted on
+    # them may move a little), whichever held-out workload it is
+    assert model.calibration_set is not None
+    for pick in (max(held, key=start.__getitem__), min(held, key=start.__getitem__)):
+        flipped = [dict(r) for r in records]
+        for r in flipped:
+            if r["workload_id"] == pick:
+                r["known_project_id"] = next(p for p in PROJECTS if p != r["known_project_id"])
+        other = attribute(flipped, PROJECTS, training_days=None, holdout_fraction=0.2, seed=1)
+        assert other.model is not None and other.model.calibration_set is not None
+        order = [p.workload_id for p, _ in result.holdout]
+        assert order == [p.workload_id for p, _ in other.holdout]
+        i = order.index(pick)
+        assert other.model.calibration_set[0][i] == model.calibration_set[0][i]  # raw top prob
+        before, after = result.holdout[i][0], other.holdout[i][0]
+        assert [c[0] for c in after.candidates] == [c[0] for c in before.candidates]
+        assert other.predictions != result.predictions  # the production model did learn it
 
 
 def test_threshold_for_accuracy_hand_computed():
