@@ -390,13 +390,7 @@ def history_features(
             total = sum(mix.values())
             for project, n in mix.items():
                 f[f"{prefix}={project}"] = n / total
-        if user != NONE and user in user_last:
-            f[f"user_prev={user_last[user]}"] = 1.0
-        if ns in ns_last:
-            f[f"ns_prev={ns_last[ns]}"] = 1.0
-        family = _family(r)
-        if family in family_last:
-            f[f"family_prev={family_last[family]}"] = 1.0
+        f.update(_nearest("prev", r, user, ns, (user_last, ns_last, family_last)))
         ended = user_ended.get(user) if user != NONE else None
         if ended is not None and 0 <= start - ended[0] <= PIPELINE_GAP_SECONDS:
             f[f"pipeline_prev={ended[1]}"] = 1.0
@@ -410,6 +404,27 @@ def history_features(
     for wid, f in _later_features(order, later, reader_users).items():
         out[wid].update(f)
     return out
+
+
+def _nearest(
+    side: str,
+    record: Mapping[str, Any],
+    user: str,
+    ns: str,
+    known: tuple[Mapping[str, str], Mapping[str, str], Mapping[str, str]],
+) -> dict[str, float]:
+    """``user_<side>=``, ``ns_<side>=``, ``family_<side>=``: the project of the nearest known
+    workload of the same user (none without a user), namespace and job family on that side."""
+    by_user, by_ns, by_family = known
+    f: dict[str, float] = {}
+    if user != NONE and user in by_user:
+        f[f"user_{side}={by_user[user]}"] = 1.0
+    if ns in by_ns:
+        f[f"ns_{side}={by_ns[ns]}"] = 1.0
+    family = _family(record)
+    if family in by_family:
+        f[f"family_{side}={by_family[family]}"] = 1.0
+    return f
 
 
 def _later_features(
@@ -444,14 +459,7 @@ def _later_features(
             pending.clear()
             pending_start = start
         user, ns = _reader_key(r, reader_users), r.get("namespace") or NONE
-        f: dict[str, float] = {}
-        if user != NONE and user in user_next:
-            f[f"user_next={user_next[user]}"] = 1.0
-        if ns in ns_next:
-            f[f"ns_next={ns_next[ns]}"] = 1.0
-        family = _family(r)
-        if family in family_next:
-            f[f"family_next={family_next[family]}"] = 1.0
+        f = _nearest("next", r, user, ns, (user_next, ns_next, family_next))
         owner = str(r.get("created_by_name") or "").lower()
         for project in sorted(read_by.get(owner, ())) if owner else ():
             f[f"read_by={project}"] = 1.0
