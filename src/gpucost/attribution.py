@@ -906,12 +906,10 @@ def attribute(
     shown = views.shown(known)
     # the checkpoint is fitted on the training workloads: their later side reads no hold-out label
     # (their earlier side reads only training labels anyway)
-    fitted = views.shown(
-        known,
-        later={**rules, **{str(r["workload_id"]): labels[str(r["workload_id"])] for r in train}},
-    )
-    measured = {**shown, **{w: fitted[w] for w in (str(r["workload_id"]) for r in train)}}
-    return _one_pass(setup, measured, shown, explain_below, target_accuracy, seed)
+    train_ids = [str(r["workload_id"]) for r in train]
+    trained = {**rules, **{w: labels[w] for w in train_ids}}
+    measured = {**shown, **views.shown(known, later=trained, only=train_ids)}
+    return _train_and_predict(setup, measured, shown, explain_below, target_accuracy, seed)
 
 
 @dataclass(frozen=True)
@@ -925,7 +923,7 @@ class _Setup:
     calibration_weights: list[float]
 
 
-def _one_pass(
+def _train_and_predict(
     setup: _Setup,
     measured: Mapping[str, dict[str, float]],
     known: Mapping[str, dict[str, float]],
@@ -988,12 +986,16 @@ class _Views:
     readers: dict[str, str | None]
 
     def shown(
-        self, neighbours: Mapping[str, str], later: Mapping[str, str] | None = None
+        self,
+        neighbours: Mapping[str, str],
+        later: Mapping[str, str] | None = None,
+        only: Sequence[str] | None = None,
     ) -> dict[str, dict[str, float]]:
-        """Static and history features, the history reading ``neighbours``' projects (``later``'s
-        on the later side, when given)."""
+        """Static and history features (of the workloads ``only``, when given), the history reading
+        ``neighbours``' projects (``later``'s on the later side, when given)."""
         history = history_features(self.writers, neighbours, self.readers, later)
-        return {wid: {**f, **history[wid]} for wid, f in self.static.items()}
+        ids = self.static if only is None else only
+        return {wid: {**self.static[wid], **history[wid]} for wid in ids}
 
 
 def _views(
