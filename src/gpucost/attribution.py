@@ -329,24 +329,38 @@ def history_features(
     records: Sequence[Mapping[str, Any]],
     labels: Mapping[str, str],
     reader_users: Mapping[str, str | None] | None = None,
-    later_labels: Mapping[str, str] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Temporal and behavioural features per workload, from the known projects of its neighbours
-    on both sides in time: never its own. ``later_labels``: what the later side reads, when that
-    differs from ``labels``.
+    on both sides in time: never its own.
 
     ``labels`` maps workload_id -> known project for the workloads whose label may be read.
-    Records are visited in start order; a workload's earlier-side features (``*_prev``, ``*_mix``,
-    ``pipeline_prev``, ``reads_prev``) are computed *before* any label of a workload starting at the
-    same second or later is added; its later-side features (:func:`_later_features`: ``*_next``,
-    ``read_by``) read only workloads starting strictly later. So no workload sees its own label.
-    A label is filed under its record's user; ``reader_users`` (workload_id -> user or None) says
-    under which user a workload *reads* history, when that differs (a labelled workload shown
-    without its user label, as the workloads to score often are).
+    A workload's earlier side (:func:`_earlier_features`) reads only workloads that started
+    strictly earlier, its later side (:func:`_later_features`) only those that started strictly
+    later, so no workload sees its own label. A label is filed under its record's user;
+    ``reader_users`` (workload_id -> user or None) says under which user a workload *reads*
+    history, when that differs (a labelled workload shown without its user label, as the workloads
+    to score often are).
     """
-    order = sorted(
+    order = _start_order(records)
+    earlier = _earlier_features(order, labels, reader_users)
+    later = _later_features(order, labels, reader_users)
+    return {wid: {**f, **later[wid]} for wid, f in earlier.items()}
+
+
+def _start_order(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return sorted(
         records, key=lambda r: (_num(r.get("started_epoch")) or 0.0, str(r["workload_id"]))
     )
+
+
+def _earlier_features(
+    order: Sequence[Mapping[str, Any]],
+    labels: Mapping[str, str],
+    reader_users: Mapping[str, str | None] | None,
+) -> dict[str, dict[str, float]]:
+    """The earlier side (``*_prev``, ``*_mix``, ``pipeline_prev``, ``reads_prev``): ``order`` (the
+    records in start order) is walked forwards, a workload's features computed *before* any label
+    of a workload starting at the same second or later is added."""
     user_mix: dict[str, Counter[str]] = defaultdict(Counter)
     ns_mix: dict[str, Counter[str]] = defaultdict(Counter)
     user_last: dict[str, str] = {}
@@ -400,9 +414,6 @@ def history_features(
                 f[f"reads_prev={owner_project[ref]}"] = 1.0
         out[str(r["workload_id"])] = f
         pending.append(r)
-    later = labels if later_labels is None else later_labels
-    for wid, f in _later_features(order, later, reader_users).items():
-        out[wid].update(f)
     return out
 
 
@@ -901,51 +912,30 @@ def attribute(
         train, test = labelled, []
     labelled_ids = {str(r["workload_id"]) for r in labelled}
     views = _views(records, known_projects, targets, labelled_ids, seed)
-    setup = _Setup(labels, targets, train, test, calibration_weights(test, targets or test))
-    known = {**rules, **labels}
-    shown = views.shown(known)
-    # the checkpoint is fitted on the training workloads: their later side reads no hold-out label
-    # (their earlier side reads only training labels anyway)
-    train_ids = [str(r["workload_id"]) for r in train]
-    trained = {**rules, **{w: labels[w] for w in train_ids}}
-    measured = {**shown, **views.shown(known, later=trained, only=train_ids)}
-    return _train_and_predict(setup, measured, shown, explain_below, target_accuracy, seed)
-
-
-@dataclass(frozen=True)
-class _Setup:
-    """The labels, the workloads to score, the time-based split and the calibration weights."""
-
-    labels: dict[str, str]
-    targets: list[Mapping[str, Any]]
-    train: list[Mapping[str, Any]]
-    test: list[Mapping[str, Any]]
-    calibration_weights: list[float]
-
-
-def _train_and_predict(
-    setup: _Setup,
-    measured: Mapping[str, dict[str, float]],
-    known: Mapping[str, dict[str, float]],
-    explain_below: float,
-    target_accuracy: float | None,
-    seed: int,
-) -> Attribution:
-    """Fit on the training workloads and calibrate and measure on the hold-out (features of the
-    ``measured`` world), continue on both and predict the targets (features of the ``known``
-    world: every label read)."""
-    labels, targets = setup.labels, setup.targets
     target_ids = [str(r["workload_id"]) for r in targets]
-    train_ids = [str(r["workload_id"]) for r in setup.train]
-    test_ids = [str(r["workload_id"]) for r in setup.test]
-    labelled_ids = train_ids + test_ids
+    train_ids = [str(r["workload_id"]) for r in train]
+    test_ids = [str(r["workload_id"]) for r in test]
+    order = _start_order(views.writers)
+    known = {**rules, **labels}
+    earlier = _earlier_features(order, known, views.readers)
+    later = _later_features(order, known, views.readers)
+    # what the checkpoint is fitted on reads no hold-out label: the training workloads' later side
+    # reads the training labels only (their earlier side cannot reach the hold-out)
+    fitted_later = _later_features(
+        order, {**rules, **{w: labels[w] for w in train_ids}}, views.readers
+    )
+    shown = {w: {**f, **earlier[w], **later[w]} for w, f in views.static.items()}
+    measured = {
+        **shown,
+        **{w: {**views.static[w], **earlier[w], **fitted_later[w]} for w in train_ids},
+    }
     model = fit(
         [measured[w] for w in train_ids],
         [labels[w] for w in train_ids],
         calibration=(
             [measured[w] for w in test_ids],
             [labels[w] for w in test_ids],
-            setup.calibration_weights,
+            calibration_weights(test, targets or test),
         ),
         seed=seed,
     )
@@ -960,8 +950,11 @@ def _train_and_predict(
         confidences=cross_fitted_confidences(model),
     )
     holdout = [(p, labels[p.workload_id]) for p in held]
-    continue_training(model, [known[w] for w in labelled_ids], [labels[w] for w in labelled_ids])
-    target_x = [known[w] for w in target_ids]
+    labelled_order = train_ids + test_ids
+    continue_training(
+        model, [shown[w] for w in labelled_order], [labels[w] for w in labelled_order]
+    )
+    target_x = [shown[w] for w in target_ids]
     if target_accuracy is None:
         preds = predict(model, target_x, target_ids, explain_below=explain_below)
         return Attribution(preds, holdout, model, explain_below)
@@ -985,17 +978,10 @@ class _Views:
     writers: list[Mapping[str, Any]]
     readers: dict[str, str | None]
 
-    def shown(
-        self,
-        neighbours: Mapping[str, str],
-        later: Mapping[str, str] | None = None,
-        only: Sequence[str] | None = None,
-    ) -> dict[str, dict[str, float]]:
-        """Static and history features (of the workloads ``only``, when given), the history reading
-        ``neighbours``' projects (``later``'s on the later side, when given)."""
-        history = history_features(self.writers, neighbours, self.readers, later)
-        ids = self.static if only is None else only
-        return {wid: {**self.static[wid], **history[wid]} for wid in ids}
+    def shown(self, neighbours: Mapping[str, str]) -> dict[str, dict[str, float]]:
+        """Static and history features, the history reading ``neighbours``' projects."""
+        history = history_features(self.writers, neighbours, self.readers)
+        return {wid: {**f, **history[wid]} for wid, f in self.static.items()}
 
 
 def _views(
