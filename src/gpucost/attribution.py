@@ -81,7 +81,7 @@ _SPLIT = re.compile(r"[^a-z0-9]+")
 _NOISE = re.compile(r"^(?=.*\d)[a-z0-9]{5,}$|^\d+$")
 _DIGITS = re.compile(r"\d+")
 PIPELINE_GAP_SECONDS = 2 * 3600
-_C = 1.0  # inverse L2 strength of the logistic regression
+_C = 2.0  # inverse L2 strength of the logistic regression
 _MAX_ITER = 200
 _CAL_PRIOR = 50.0  # pseudo-workloads of evidence for the identity calibration map
 _CAL_MIN = 30  # fewest hold-out workloads to calibrate on (else raw probabilities, said so)
@@ -204,6 +204,13 @@ def static_features(record: Mapping[str, Any], known_projects: Sequence[str]) ->
         f[f"dir={tok}"] = 1.0
     for tok in tokens(record.get("volume_claims")):
         f[f"vol={tok}"] = 1.0
+    # the same words wherever the launch details name them: a dataset a job reads as
+    # ``--data s3://datasets/clicks-archive/`` and a notebook mounts as ``clicks-archive-cache``
+    # is one feature, so what the labelled jobs taught about it speaks for the notebook too
+    for tok in tokens(
+        record.get("command_line"), record.get("working_dir"), record.get("volume_claims")
+    ):
+        f[f"word={tok}"] = 1.0
     if record.get("partition_name"):
         cat("partition", record.get("partition_name"))
     names = " ".join(

@@ -515,6 +515,44 @@ def test_launch_line_is_a_signal_and_a_read_checkpoint_names_its_producer():
     assert "reads_prev=rag-search" not in history[evaluation["workload_id"]]
 
 
+def test_a_dataset_a_job_reads_speaks_for_the_notebook_that_mounts_its_cache():
+    # jobs of two projects in one namespace read their own datasets; only the jobs are labelled
+    def job(i: int, dataset: str) -> dict:
+        return {
+            "workload_id": f"c/ns/exp-{i:05d}/u",
+            "namespace": "team-nlp",
+            "created_by_kind": "Job",
+            "command_line": f"torchrun train.py --data s3://acme-datasets/{dataset}/",
+            "working_dir": "/workspace/ml-nlp",
+        }
+
+    data = {"rag-search": "web-crawl", "summarizer": "dialog-pool"}
+    jobs = [job(i, data[p]) for i in range(60) for p in [sorted(data)[i % 2]]]
+    labels = [sorted(data)[i % 2] for i in range(60)]
+    notebook = {
+        "workload_id": "c/ns/jupyter-alice-0/u",
+        "namespace": "team-nlp",
+        "created_by_kind": "StatefulSet",
+        "command_line": "start-notebook.py",
+        "volume_claims": "ws-alice dialog-pool-cache",
+    }
+    job_features = static_features(jobs[1], PROJECTS)
+    notebook_features = static_features(notebook, PROJECTS)
+    # one vocabulary for the launch line, the working directory and the claims
+    assert {"word=dialog-pool", "word=ml-nlp"} <= set(job_features)
+    assert "word=dialog-pool" in notebook_features and "vol=dialog-pool" in notebook_features
+    assert "cmd=dialog-pool" not in notebook_features
+    model = fit([static_features(j, PROJECTS) for j in jobs], labels, seed=0)
+    assert model is not None
+    (placed,) = predict(model, [notebook_features], [notebook["workload_id"]])
+    assert placed.project_id == "summarizer" and placed.confidence > 0.8
+    assert "word=dialog-pool" in placed.signals
+    # without the shared vocabulary the notebook's claim is a word no labelled job carried
+    apart = {k: v for k, v in notebook_features.items() if not k.startswith("word=")}
+    (unplaced,) = predict(model, [apart], [notebook["workload_id"]])
+    assert unplaced.confidence < 0.6
+
+
 def test_evaluate_hand_computed():
     rows = [
         ("a", "a", 0.95, 10.0),  # auto, right
