@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.feature_extraction import DictVectorizer
 
 from gpucost.attribution import (
+    SharedLessons,
     UserInference,
     _shown_features,
     attribute,
@@ -20,7 +23,6 @@ from gpucost.attribution import (
     holdout_predictions,
     label_patterns,
     mask_draw,
-    mention_agreement,
     predict,
     predict_untagged,
     static_features,
@@ -158,54 +160,72 @@ def test_fit_is_deterministic_and_gives_sorted_top3():
         assert p.signals  # explained: the features behind the first candidate
 
 
-def test_mention_agreement_is_counted_per_owner_kind():
-    def f(kind: str, *mentioned: str) -> dict[str, float]:
-        return {f"owner_kind={kind}": 1.0, **{f"mentions={p}": 1.0 for p in mentioned}}
-
-    features = [
-        f("ReplicaSet", "rag-search"),  # agrees
-        f("ReplicaSet", "summarizer"),  # agrees
-        f("ReplicaSet", "summarizer"),  # does not
-        f("Job", "detector-v2"),  # an evaluation naming its harness: does not
-        f("Job", "rag-search", "summarizer"),  # two mentions: not counted
-        f("Job"),  # none: not counted
-        f("ReplicaSet", "unknown-project"),  # not a class: not counted
-    ]
-    labels = ["rag-search", "summarizer", "rag-search", "summarizer", "summarizer", "x", "x"]
-    assert mention_agreement(features, labels, PROJECTS) == {
-        "ReplicaSet": (2 + 1) / (3 + 2),
-        "Job": (0 + 1) / (1 + 2),
-    }
+def test_shared_lessons_weigh_a_naming_feature_once_for_every_project():
+    # the first stage knows nothing (uniform); an evaluation's producer (reads_prev) always names
+    # its project, a namespace's previous job (ns_prev) names a random one; detector-v2 never had
+    # a producer among the training workloads
+    rng = random.Random(4)
+    rows, labels = [], []
+    for i in range(600):
+        label = PROJECTS[i % 2]
+        rows.append(
+            {
+                "owner_kind=Job": 1.0,
+                f"reads_prev={label}": 1.0,
+                f"ns_prev={rng.choice(PROJECTS)}": 1.0,
+            }
+        )
+        labels.append(PROJECTS.index(label))
+    vectorizer = DictVectorizer().fit(
+        [*rows, {f"{p}={c}": 1.0 for p in ("reads_prev", "ns_prev") for c in PROJECTS}]
+    )
+    lessons = SharedLessons.columns(vectorizer.feature_names_, PROJECTS, ["Job"])
+    uniform = np.full((len(rows), 3), 1 / 3)
+    lessons.fit(uniform, vectorizer.transform(rows), np.array(labels))
+    new = vectorizer.transform([{"owner_kind=Job": 1.0, "reads_prev=detector-v2": 1.0}])
+    proba = lessons.proba(np.full((1, 3), 1 / 3), new)[0]
+    assert proba[PROJECTS.index("detector-v2")] > 0.9  # learnt from the other projects
+    noise = vectorizer.transform([{"owner_kind=Job": 1.0, "ns_prev=detector-v2": 1.0}])
+    assert lessons.proba(np.full((1, 3), 1 / 3), noise)[0].max() < 0.45  # worth about nothing
+    # a workload naming nothing keeps the first stage's probabilities
+    first = np.array([[0.6, 0.3, 0.1]])
+    plain = vectorizer.transform([{"owner_kind=Job": 1.0}])
+    assert lessons.proba(first, plain)[0].argmax() == 0
 
 
 def test_a_kind_whose_names_say_the_project_lends_it_to_a_project_never_seen_in_that_kind():
-    # serving pods of rag-search and detector-v2 are labelled and named after their project; the
-    # first summarizer serving pod can only learn from that shared lesson (the regression's
-    # mentions=summarizer weight was never trained on a serving pod); evaluation jobs name the
-    # harness they run (detector-v2 here), which says nothing of their project
+    # twelve projects; eleven have a few serving pods, named after their project; the twelfth's
+    # first serving pod can only learn from that shared lesson (the regression's mentions=p11
+    # weight was never trained on a serving pod); evaluation jobs name the harness they run (p0
+    # here), which says nothing of their project; every project has jobs, known by their user
+    projects = [f"p{k}" for k in range(12)]
     rng = random.Random(3)
     x, y = [], []
-    for i in range(300):
-        project = PROJECTS[i % 3]
-        if project != "summarizer":
+    for i in range(600):
+        project = projects[i % 12]
+        x.append({"owner_kind=Job": 1.0, f"user=u{i % 12}": 1.0, "ns=ml": 1.0})
+        y.append(project)
+        if project != "p11" and i < 48:
             x.append({"owner_kind=ReplicaSet": 1.0, f"mentions={project}": 1.0, "ns=serve": 1.0})
             y.append(project)
-        x.append({"owner_kind=Job": 1.0, "mentions=detector-v2": 1.0, f"user=u{i % 7}": 1.0})
-        y.append(rng.choice(["rag-search", "summarizer"]))  # never the harness it names
+        if i % 4 == 0:
+            harness = {"owner_kind=Job": 1.0, "mentions=p0": 1.0, "ns=ml": 1.0}
+            x.append({**harness, f"user=u{i % 12}": 1.0})
+            y.append(rng.choice(projects[1:]))  # never the harness it names
     model = fit(x, y, seed=0)
-    assert model is not None
-    assert model.mention_agreement["ReplicaSet"] > 0.99
-    assert model.mention_agreement["Job"] < 1 / 3
-    serving = [{"owner_kind=ReplicaSet": 1.0, "mentions=summarizer": 1.0, "ns=serve": 1.0}]
-    evaluation = [{"owner_kind=Job": 1.0, "mentions=detector-v2": 1.0, "user=u1": 1.0}]
-    with_lesson = predict(model, serving + evaluation, ["s", "e"])
-    lessons, model.mention_agreement = model.mention_agreement, {}
+    assert model is not None and model.lessons is not None
+    assert model.lessons.kinds == ("Job", "ReplicaSet")
+    serving = [{"owner_kind=ReplicaSet": 1.0, "mentions=p11": 1.0, "ns=serve": 1.0}]
+    evaluation = [{"owner_kind=Job": 1.0, "mentions=p0": 1.0, "ns=ml": 1.0, "user=u5": 1.0}]
+    with_lessons = predict(model, serving + evaluation, ["s", "e"])
+    lessons, model.lessons = model.lessons, None
     without = predict(model, serving + evaluation, ["s", "e"])
-    model.mention_agreement = lessons
-    assert without[0].project_id != "summarizer"  # the regression alone: the namespace's projects
-    assert with_lesson[0].project_id == "summarizer"
-    # a kind whose mentions agree no better than chance is left as the regression has it
-    assert with_lesson[1] == without[1]
+    model.lessons = lessons
+    assert without[0].project_id != "p11"  # the regression alone: the serving projects it knows
+    assert with_lessons[0].project_id == "p11"
+    assert "mentions=p11" in with_lessons[0].signals
+    # in a kind whose names do not say the project, a mention does not pull toward it
+    assert with_lessons[1].project_id == without[1].project_id == "p5"
 
 
 @pytest.mark.parametrize("n", [3000, 10000])  # cross-validated / time-based calibration set
@@ -260,8 +280,10 @@ def test_one_training_gives_predictions_and_a_time_based_holdout():
     labelled = [r for r in records if r["known_project_id"]]
     # the hold-out is the latest fifth of the labelled workloads; the regression saw it only
     # after it was measured (training continued on it), so every label is used once
-    assert len(result.holdout) == model.calibration_workloads == 134
+    assert len(result.holdout) == model.holdout_workloads == 134
     assert model.training_workloads == len(labelled)
+    # calibrated on the training workloads' out-of-fold predictions and the hold-out
+    assert model.calibration_workloads == len(labelled)
     start = {r["workload_id"]: r["started_epoch"] for r in records}
     held = {p.workload_id for p, _ in result.holdout}
     assert min(start[w] for w in held) > max(
@@ -286,7 +308,11 @@ def test_one_training_gives_predictions_and_a_time_based_holdout():
         order = [p.workload_id for p, _ in result.holdout]
         assert order == [p.workload_id for p, _ in other.holdout]
         i = order.index(pick)
-        assert other.model.calibration_set[0][i] == model.calibration_set[0][i]  # raw top prob
+        # nothing fitted before the hold-out is scored reads its labels: the training workloads'
+        # out-of-fold predictions and the held-out workload's raw top probability are unchanged
+        off = model.calibration_workloads - model.holdout_workloads
+        assert (other.model.calibration_set[0][:off] == model.calibration_set[0][:off]).all()
+        assert other.model.calibration_set[0][off + i] == model.calibration_set[0][off + i]
         before, after = result.holdout[i][0], other.holdout[i][0]
         assert [c[0] for c in after.candidates] == [c[0] for c in before.candidates]
         assert other.predictions != result.predictions  # the production model did learn it
