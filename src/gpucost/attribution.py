@@ -8,7 +8,8 @@ Signals (the four families of the design brief), one feature dict per workload:
 
 * code fingerprints: image repository, tag family and digest, tokens of the pod / job / app names,
   of the launch line (container command + args from the pod spec, or a Slurm SubmitLine), working
-  directory and mounted volume claims;
+  directory and mounted volume claims, and their words once more in one vocabulary (a dataset
+  read by a job and mounted as a notebook's cache is one feature);
 * resource patterns: GPU count and model, duration, GPU utilisation mean / p95 / burstiness;
 * temporal relationships: the project of the same user's (on the same cluster) / namespace's / job
   family's previous known workload, the job that ended just before on the same user's account
@@ -21,10 +22,13 @@ Signals (the four families of the design brief), one feature dict per workload:
 * user behaviour: the user's and the namespace's project mix so far.
 
 One training per build (:func:`attribute`): a regression fitted on the older labelled workloads,
-measured and calibrated (top-label Platt scaling shrunk toward the identity) on the newest ones,
-then continued on them. Labelled workloads are shown to the model as the targets look (user / team
-labels masked as often as the targets lack them: :func:`mask_draw`; a missing user read from the
-workload's creator, else its owner or volume claims: :class:`UserInference`).
+and a second stage over it (:class:`SharedLessons`: what a feature naming a project is worth,
+learnt once for every project, on the regression's out-of-fold probabilities); calibrated
+(top-label Platt scaling shrunk toward the identity) on those out-of-fold predictions and the
+newest labelled workloads, measured on the newest; then the regression is continued on them.
+Labelled workloads are shown to the model as the targets look (user / team labels masked as often
+as the targets lack them: :func:`mask_draw`; a missing user read from the workload's creator, else
+its owner or volume claims: :class:`UserInference`).
 
 History features read the known projects of a workload's neighbours on both sides in time, **never
 its own** (:func:`history_features`). The evaluation (:func:`holdout_predictions`) trains on earlier

@@ -196,11 +196,15 @@ def run(args: argparse.Namespace) -> int:
     )
     project = find_project_dir()
     t = time.perf_counter()
-    vars_ = f"{{gpucost_attribution_auto_threshold: {args.threshold}"
-    if args.target_accuracy is not None:
-        vars_ += f", gpucost_attribution_target_accuracy: {args.target_accuracy}"
-    vars_ += "}"
-    command = [dbt_executable(), "build", "--vars", vars_, "--project-dir", str(project)]
+    command = [dbt_executable(), "build", "--project-dir", str(project)]
+    if args.threshold is not None:  # a fixed threshold: no target accuracy
+        command += ["--vars"]
+        command += [
+            f"{{gpucost_attribution_auto_threshold: {args.threshold},"
+            " gpucost_attribution_target_accuracy: null}"
+        ]
+    elif args.target_accuracy is not None:
+        command += ["--vars", f"{{gpucost_attribution_target_accuracy: {args.target_accuracy}}}"]
     command += ["--profiles-dir", str(project), "--target-path", str(out / "target")]
     command += ["--log-path", str(out / "logs")]
     result = subprocess.run(
@@ -248,9 +252,12 @@ def run(args: argparse.Namespace) -> int:
                 f" {_pct(q['coverage'] or 0)} of their cost"
             )
 
-    threshold = float(quality[0]["auto_threshold"]) if quality else args.threshold
-    if args.target_accuracy is not None:
-        print(f"  auto threshold derived from target accuracy {args.target_accuracy}: {threshold}")
+    threshold = float(quality[0]["auto_threshold"]) if quality else (args.threshold or 0.9)
+    if args.threshold is not None:
+        print(f"  auto threshold (fixed): {threshold}")
+    else:
+        target = args.target_accuracy or "of the project (var gpucost_attribution_target_accuracy)"
+        print(f"  auto threshold derived from target accuracy {target}: {threshold}")
     scored, model_only = truth_rows(warehouse, truth_csv)
     reports = {
         "all": evaluate(scored, threshold=threshold),
@@ -319,13 +326,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--step", type=int, default=300, help="telemetry step seconds")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--threshold", type=float, default=0.9, help="auto-attribution threshold")
-    parser.add_argument(
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument(
         "--target-accuracy",
         type=float,
         default=None,
-        help="derive the threshold from this target accuracy instead (var"
-        " gpucost_attribution_target_accuracy)",
+        help="derive the threshold from this target accuracy (default: the project's var"
+        " gpucost_attribution_target_accuracy, 0.97)",
+    )
+    how.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="a fixed auto-attribution threshold instead (var gpucost_attribution_auto_threshold)",
     )
     parser.add_argument(
         "--creator-webhook",

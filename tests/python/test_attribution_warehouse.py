@@ -180,7 +180,7 @@ def test_an_accepted_suggestion_changes_the_next_build(generated_warehouse, tmp_
         "attribution_shared_workloads+",
         "attribution_lineage+",
         "--vars",
-        "{gpucost_attribution_auto_threshold: 0.3}",
+        "{gpucost_attribution_auto_threshold: 0.3, gpucost_attribution_target_accuracy: null}",
     )
     assert result.returncode == 0, result.stdout[-6000:]
     rebuilt = target / "gpucost.duckdb"

@@ -1,8 +1,8 @@
 -- How good the learned attribution is, measured on every build (gpucost.attribution):
 --   holdout      accuracy on labelled workloads hidden from training (time-based split: trained on the
 --                earlier, tested on the later ones), money-weighted by each workload's effective cost;
---                coverage = share of that cost at or above the build's auto_threshold (var
---                gpucost_attribution_auto_threshold, or derived from var gpucost_attribution_target_accuracy);
+--                coverage = share of that cost at or above the build's auto_threshold (derived from var
+--                gpucost_attribution_target_accuracy, or var gpucost_attribution_auto_threshold if null);
 --                expected_calibration_error over ten equal-width confidence bins;
 --   reliability  one row per confidence bin: mean confidence against accuracy;
 --   confusion    the five most costly (true project, predicted project) mistakes;
