@@ -1,8 +1,9 @@
 -- One row per workload with its owner: the declared owner (valid label, human override, declarative rule;
 -- int_workload_owners_declared) when there is one, else the learned model's prediction when its calibrated
 -- confidence reaches the build's auto_threshold (derived from var gpucost_attribution_target_accuracy, or var
--- gpucost_attribution_auto_threshold when the target is null: int_workload_attribution_scores), else the suspense owner when configured
--- (vars gpucost_attribution_suspense_team_id / _project_id), else unattributed with the reason.
+-- gpucost_attribution_auto_threshold when the target is null: int_workload_attribution_scores), else the
+-- suspense owner when configured (vars gpucost_attribution_suspense_team_id / _project_id), else unattributed
+-- with the reason.
 -- attribution_confidence: 1 for declared owners, the model's probability for model owners, 0 otherwise.
 {%- set suspense_team = var('gpucost_attribution_suspense_team_id') %}
 {%- set suspense_project = var('gpucost_attribution_suspense_project_id') %}
