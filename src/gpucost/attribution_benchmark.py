@@ -255,9 +255,13 @@ def run(args: argparse.Namespace) -> int:
     threshold = float(quality[0]["auto_threshold"]) if quality else (args.threshold or 0.9)
     if args.threshold is not None:
         print(f"  auto threshold (fixed): {threshold}")
+    elif args.target_accuracy is not None:
+        print(f"  auto threshold derived from target accuracy {args.target_accuracy}: {threshold}")
     else:
-        target = args.target_accuracy or "of the project (var gpucost_attribution_target_accuracy)"
-        print(f"  auto threshold derived from target accuracy {target}: {threshold}")
+        print(
+            "  auto threshold derived from the project's target accuracy"
+            f" (var gpucost_attribution_target_accuracy): {threshold}"
+        )
     scored, model_only = truth_rows(warehouse, truth_csv)
     reports = {
         "all": evaluate(scored, threshold=threshold),
