@@ -219,7 +219,12 @@ def static_features(record: Mapping[str, Any], known_projects: Sequence[str]) ->
         f[f"img_tok={tok}"] = 1.0
     # how the work was launched: a container's command + args or a Slurm SubmitLine (script, config,
     # data and checkpoint paths), its working directory, the volume claims it mounts
-    for tok in tokens(record.get("command_line")):
+    launch = {
+        "cmd": tokens(record.get("command_line")),
+        "dir": tokens(record.get("working_dir")),
+        "vol": tokens(record.get("volume_claims")),
+    }
+    for tok in launch["cmd"]:
         f[f"cmd={tok}"] = 1.0
     # whole path segments (a dataset, a bucket, a config), not only their words: two datasets
     # named web-pool and code-pool share the word pool, not the data; segments with a random part
@@ -227,17 +232,15 @@ def static_features(record: Mapping[str, Any], known_projects: Sequence[str]) ->
     for seg in references(record):
         if not any(_NOISE.match(part) for part in _SPLIT.split(seg) if part):
             f[f"seg={seg}"] = 1.0
-    for tok in tokens(record.get("working_dir")):
-        f[f"dir={tok}"] = 1.0
-    for tok in tokens(record.get("volume_claims")):
-        f[f"vol={tok}"] = 1.0
+    for prefix in ("dir", "vol"):
+        for tok in launch[prefix]:
+            f[f"{prefix}={tok}"] = 1.0
     # the same words wherever the launch details name them: a dataset a job reads as
     # ``--data s3://datasets/clicks-archive/`` and a notebook mounts as ``clicks-archive-cache``
     # is one feature, so what the labelled jobs taught about it speaks for the notebook too
-    for tok in tokens(
-        record.get("command_line"), record.get("working_dir"), record.get("volume_claims")
-    ):
-        f[f"word={tok}"] = 1.0
+    for words in launch.values():
+        for tok in words:
+            f[f"word={tok}"] = 1.0
     if record.get("partition_name"):
         cat("partition", record.get("partition_name"))
     names = " ".join(
@@ -711,9 +714,12 @@ class SharedLessons:
         m, kinds = self.design(x, first.shape[1])
         return _softmax(self.scores(_log(first), m, kinds))
 
-    def contributions(self, indices: np.ndarray, data: np.ndarray, best: int) -> np.ndarray:
+    def contributions(
+        self, indices: np.ndarray, data: np.ndarray, best: int, first: np.ndarray
+    ) -> np.ndarray:
         """What each of a workload's features (its matrix row: ``indices``, ``data``) adds to
-        project ``best``'s score through the lessons (0 unless it names that project)."""
+        project ``best``'s second-stage score: its regression contribution ``first`` times the
+        weight of the first stage, plus its lesson (0 unless it names that project)."""
         kinds = self.kind_of[indices]
         kind = int(kinds[kinds >= 0][0]) if (kinds >= 0).any() else -1
         _, _, w = self._split()
@@ -723,7 +729,7 @@ class SharedLessons:
         weight = np.where(names, w[np.maximum(lesson, 0)], 0.0)
         if kind >= 0:
             weight += np.where(names, w[width * (1 + kind) + np.maximum(lesson, 0)], 0.0)
-        return weight * data
+        return self.scale(np.array([kind]))[0] * first + weight * data
 
     def fit(self, first: np.ndarray, x: Any, y: np.ndarray) -> None:
         """Maximum likelihood (L-BFGS from the first stage alone: deterministic) on out-of-fold
@@ -865,21 +871,22 @@ def fit(
     oof = _out_of_fold(base, x, y, model.classes)
     if oof is not None:
         kinds = Counter(_owner_kind(f) for f in kept)
-        model.lessons = SharedLessons.columns(
+        lessons = SharedLessons.columns(
             vectorizer.feature_names_,
             model.classes,
             sorted(k for k, n in kinds.items() if n >= _KIND_MIN and k != NONE),
         )
         index = {c: j for j, c in enumerate(model.classes)}
-        model.lessons.fit(oof, x, np.array([index[c] for c in y]))
+        lessons.fit(oof, x, np.array([index[c] for c in y]))
+        model.lessons = lessons
+        oof = lessons.proba(oof, x)  # both stages, out of fold: what the calibration reads
     if calibration is not None and len(calibration[0]) >= _CAL_MIN:
         cal_x, cal_y, cal_w = calibration
         top, correct = _raw_top(model, cal_x, cal_y)
         weight = np.asarray(cal_w, dtype=float)
         if oof is not None and weights is not None:
-            proba = model.lessons.proba(oof, x) if model.lessons else oof
-            best = np.argmax(proba, axis=1)
-            top = np.concatenate([proba[np.arange(len(best)), best], top])
+            best = np.argmax(oof, axis=1)
+            top = np.concatenate([oof[np.arange(len(best)), best], top])
             correct = np.concatenate([np.array(model.classes)[best] == y, correct])
             weight = np.concatenate([np.asarray(weights, dtype=float)[keep], weight])
         model.calibration_set = (top, correct, weight)
@@ -987,10 +994,7 @@ def _signals(model: AttributionModel, row: Any, best: int, names: Sequence[str])
     (times the weight the lessons give it) and the shared lessons together."""
     contrib = row.data * model.coefficients[best, row.indices]
     if model.lessons is not None:
-        kinds = model.lessons.kind_of[row.indices]
-        kind = kinds[kinds >= 0][:1] if (kinds >= 0).any() else np.array([-1])
-        contrib = contrib * model.lessons.scale(kind)[0]
-        contrib = contrib + model.lessons.contributions(row.indices, row.data, best)
+        contrib = model.lessons.contributions(row.indices, row.data, best, contrib)
     ranked = np.lexsort((row.indices, -contrib))[:3]
     return "; ".join(
         f"{names[row.indices[k]]} ({contrib[k]:+.2f})" for k in ranked if contrib[k] > 0
