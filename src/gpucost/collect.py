@@ -16,8 +16,11 @@ generator writes them.
 
 Two resolutions:
 
-* ``raw``: the samples, queried with the scrape interval as the step (detected, or
-  ``--scrape-interval``), in chunks under Prometheus's 11,000 points per series per query.
+* ``raw``: the samples themselves, read as range vectors (``m[<window>]`` at ``/api/v1/query``) in
+  windows of at most ``--max-points`` samples per series (under Prometheus's 11,000 points), sized
+  from the scrape interval (detected, or ``--scrape-interval``). No evaluation grid: a series' last
+  sample is not repeated for the 5-minute lookback after it ends (a ``query_range`` would, where the
+  TSDB holds no staleness marker, as in backfilled blocks).
 * ``hourly``: one sample per series and hour, stamped at the hour's start and computed by PromQL
   over that hour ``[H, H+1h)`` (``hourly_queries``, the one definition): the DCGM fields'
   ``avg_over_time``; ``gpucost_dcgm_sample_seconds_1h``, the seconds each DCGM series was scraped
@@ -232,19 +235,11 @@ def _reason(error: Exception) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def chunks(start: int, end: int, step: int, max_points: int) -> list[tuple[int, int]]:
-    """[first, last] evaluation times covering ``start, start + step, ... < end``, each at most
-    ``max_points`` points."""
-    out = []
-    span = step * (max_points - 1)
-    first = start
-    while first < end:
-        last = min(first + span, end - step)
-        if last < first:
-            break
-        out.append((first, last))
-        first = last + step
-    return out
+def windows(start: int, end: int, interval: int, max_points: int) -> list[tuple[int, int]]:
+    """[from, to) windows covering [start, end), each holding at most ``max_points`` samples of a
+    series scraped every ``interval`` seconds."""
+    span = interval * max(1, max_points - 1)
+    return [(first, min(first + span, end)) for first in range(start, end, span)]
 
 
 def detect_interval(client: PrometheusClient, group: Group, matchers: str, days: list[date]) -> int:
@@ -281,13 +276,21 @@ def _series_key(labels: dict[str, str]) -> tuple:
 def _collect_raw(
     client: PrometheusClient, metric: str, matchers: str, day_start: int, step: int, max_points: int
 ) -> dict[tuple, dict]:
+    # the samples themselves: a range vector m[window] read at the window's end - 1 ms, kept when in
+    # [from, to) (Prometheus 2.x's closed ranges also return a sample at from - 1 ms); no evaluation
+    # grid, so no lookback repeating a series' last sample past its end
     merged: dict[tuple, dict] = {}
-    for first, last in chunks(day_start, day_start + SECONDS_PER_DAY, step, max_points):
-        for series in client.query_range(selector(metric, matchers), first, last, step):
+    for first, last in windows(day_start, day_start + SECONDS_PER_DAY, step, max_points):
+        data = client.query(f"{selector(metric, matchers)}[{last - first}s]", last - 0.001)
+        for series in data.get("result") or []:
             labels = series.get("metric") or {}
             entry = merged.setdefault(_series_key(labels), {"metric": labels, "values": []})
-            entry["values"].extend([_timestamp(t), v] for t, v in series.get("values") or [])
-    return merged
+            entry["values"].extend(
+                [_timestamp(float(t)), v]
+                for t, v in series.get("values") or []
+                if first <= float(t) < last
+            )
+    return {key: series for key, series in merged.items() if series["values"]}
 
 
 def _collect_hourly(
