@@ -356,3 +356,54 @@ def test_collect_lands_kubectl_and_sacct_output_or_says_why_not(
     dump = landing / "scheduler" / "slurm" / "hpc" / f"sacct-{START}.txt"
     assert "--starttime=2026-10-01T00:00:00" in dump.read_text()
     assert "--parsable2" in dump.read_text()
+
+
+def test_openmetrics_escapes_label_values_promtool_reads_back(tmp_path):
+    from gpucost.openmetrics import write_openmetrics_file
+
+    tricky = 'a"b\\c\nd'
+    folder = tmp_path / "landing" / "metrics" / "kube" / "east" / "2026-10-01"
+    folder.mkdir(parents=True)
+    response = {
+        "status": "success",
+        "data": {
+            "resultType": "matrix",
+            "result": [
+                {
+                    "metric": {"__name__": "kube_pod_info", "pod": tricky},
+                    "values": [[1790812800, "1"], [1790813400, "1"]],
+                }
+            ],
+        },
+    }
+    (folder / "kube_pod_info.json").write_text(json.dumps(response))
+    counts = write_openmetrics_file(tmp_path / "landing", tmp_path / "month.om")
+    assert counts == {"families": 1, "series": 1, "samples": 2}
+    text = (tmp_path / "month.om").read_text()
+    assert text.endswith("# EOF\n")
+    data = tmp_path / "data"
+    subprocess.run(
+        [
+            "promtool",
+            "tsdb",
+            "create-blocks-from",
+            "openmetrics",
+            str(tmp_path / "month.om"),
+            str(data),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    (data / "wal").mkdir(exist_ok=True)  # promtool tsdb dump opens the head's WAL too
+    dump = subprocess.run(
+        ["promtool", "tsdb", "dump", str(data)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    # Go quotes the value back exactly as it was escaped; the folder's cluster joined the labels
+    assert dump.count('cluster="east"') == 2
+    assert 'pod="a\\"b\\\\c\\nd"' in dump
+    assert "1790812800000" in dump and "1790813400000" in dump
