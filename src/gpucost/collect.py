@@ -27,11 +27,12 @@ Two resolutions:
   (``count_over_time`` x scrape interval), which the warehouse reads as the hour's GPU time; the
   requests' mean over the whole hour (``sum_over_time`` x scrape interval / 3600: a pod there half
   the hour asking for 8 GPUs reads 4); ``max_over_time`` of the other kube-state-metrics series
-  (presence, capacity, start and completion times). About 60x smaller than one-minute samples. A
-  landing zone holds one resolution (docs/collecting.md).
+  (presence, capacity, start and completion times). 50x fewer samples than one-minute raw ones
+  (docs/collecting.md). A landing zone holds one resolution.
 
-A day is complete once it has ended: it is then recorded in ``.gpucost-collect/`` and skipped by the
-next run (``--force`` collects it again). Files are written to a temporary name and renamed.
+A group's day is complete when every cluster folder of it holds all the group's files, written after
+the day ended (plus 10 minutes): the next run skips it (``--force`` collects it again); no state is
+kept beside the files. Files are written to a hidden temporary name and renamed.
 Authentication comes from the environment: GPUCOST_PROM_TOKEN (bearer) or GPUCOST_PROM_USER and
 GPUCOST_PROM_PASSWORD (basic).
 """
@@ -45,7 +46,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -80,7 +80,6 @@ SERVING_METRICS: tuple[str, ...] = (
     "nv_inference_request_failure",
     "nv_inference_count",
 )
-STATE_DIR = ".gpucost-collect"
 
 
 class CollectError(Exception):
@@ -245,9 +244,10 @@ def windows(start: int, end: int, interval: int, max_points: int) -> list[tuple[
 def detect_interval(client: PrometheusClient, group: Group, matchers: str, days: list[date]) -> int:
     """The scrape interval of a group's probe metric: the smallest gap between raw samples in an
     hour (rounded to a second), tried at noon of each day until one has samples."""
-    for day in reversed(days):
+    probes = [group.probe, *(m for m in group.metrics if m != group.probe)]
+    for day, probe in ((day, probe) for day in reversed(days) for probe in probes):
         at = _epoch(day) + SECONDS_PER_DAY // 2
-        data = client.query(f"{selector(group.probe, matchers)}[1h]", at)
+        data = client.query(f"{selector(probe, matchers)}[1h]", at)
         gaps = [
             float(b[0]) - float(a[0])
             for series in data.get("result", [])[:50]
@@ -257,7 +257,8 @@ def detect_interval(client: PrometheusClient, group: Group, matchers: str, days:
         if positive:
             return max(1, round(min(positive)))
     raise CollectError(
-        f"no {group.probe} samples found to detect the scrape interval; pass --scrape-interval"
+        f"no {group.name} samples ({group.probe}, ...) at noon of the days asked for to detect "
+        "the scrape interval: check --url / --match / the dates, or pass --scrape-interval"
     )
 
 
@@ -312,8 +313,11 @@ def _write_json_atomic(path: Path, document: Any) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     text = json.dumps(document, separators=(",", ":"))
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
     return len(text)
 
 
@@ -373,21 +377,40 @@ class Summary:
         return "\n".join(lines + self.notes)
 
 
-def _marker(landing: Path, group: str, day: date) -> Path:
-    return landing / STATE_DIR / f"{group}-{day.isoformat()}.json"
-
-
-def _day_done(landing: Path, group: str, day: date, resolution: str) -> bool:
-    path = _marker(landing, group, day)
-    if not path.is_file():
+def _day_done(landing: Path, group: str, day: date, names: list[str], settled_at: float) -> bool:
+    """A group's day is complete when each of its cluster folders holds every file of the group and
+    the oldest was written after the day ended (``settled_at``): no state kept beside the files."""
+    folders = sorted(
+        p for p in (landing / "metrics" / group).glob(f"*/{day.isoformat()}") if p.is_dir()
+    )
+    if not folders:
         return False
-    record = json.loads(path.read_text(encoding="utf-8"))
-    if record.get("resolution") != resolution:
-        raise CollectError(
-            f"{landing} holds {record.get('resolution')} {group} data for {day}; a landing zone "
-            f"holds one resolution: collect {resolution} into another one (or pass --force)"
-        )
-    return all((landing / name).is_file() for name in record.get("files", []))
+    for folder in folders:
+        for name in names:
+            path = folder / f"{file_stem(name)}.json"
+            if not path.is_file() or path.stat().st_mtime < settled_at:
+                return False
+    return True
+
+
+def _check_one_resolution(landing: Path, resolution: str) -> None:
+    """A landing zone holds one resolution: hourly DCGM folders carry the seconds file."""
+    seconds = f"{DCGM_SECONDS_METRIC}.json"
+    for folder in sorted((landing / "metrics" / "dcgm").glob("*/*")):
+        if not folder.is_dir() or not any(folder.glob("*.json")):
+            continue
+        found = "hourly" if (folder / seconds).is_file() else "raw"
+        if found != resolution:
+            raise CollectError(
+                f"{folder} holds {found} data; a landing zone holds one resolution: collect "
+                f"{resolution} into another one"
+            )
+
+
+def _remove_partial_files(landing: Path) -> None:
+    """Temporary files a killed run left behind (never read: a build reads *.json only)."""
+    for path in (landing / "metrics").glob("**/.*.partial"):
+        path.unlink(missing_ok=True)
 
 
 def collect_metrics(client: PrometheusClient, options: Options, summary: Summary) -> None:
@@ -395,24 +418,31 @@ def collect_metrics(client: PrometheusClient, options: Options, summary: Summary
     from tqdm import tqdm
 
     days = [options.start + timedelta(days=d) for d in range((options.end - options.start).days)]
-    now = time.time()
+    _check_one_resolution(options.landing, options.resolution)
+    _remove_partial_files(options.landing)
     for group_name in options.groups:
         group = GROUPS[group_name]
+        # the files a day of this group holds per cluster (the interval does not change the names)
+        names = [name for name, _ in _queries(group, options, 60)]
         todo = []
         for day in days:
-            if not options.force and _day_done(
-                options.landing, group_name, day, options.resolution
-            ):
+            settled_at = _epoch(day) + SECONDS_PER_DAY + options.settle_seconds
+            if not options.force and _day_done(options.landing, group_name, day, names, settled_at):
                 summary.days_skipped += 1
             else:
                 todo.append(day)
         if not todo:
             continue
-        interval = options.scrape_interval or detect_interval(client, group, options.matchers, todo)
-        if options.resolution == "raw":
-            queries = [(metric, metric) for metric in group.metrics]
-        else:
-            queries = hourly_queries(group, interval, options.matchers)
+        try:
+            interval = options.scrape_interval or detect_interval(
+                client, group, options.matchers, todo
+            )
+        except CollectError:
+            if group_name != "serving":
+                raise
+            summary.notes.append("no serving metrics (vLLM, TGI, Triton) found: none landed")
+            continue
+        queries = _queries(group, options, interval)
         bar = tqdm(
             total=len(todo) * len(queries),
             desc=f"{group_name} ({options.resolution}, step {interval}s)",
@@ -434,7 +464,6 @@ def collect_metrics(client: PrometheusClient, options: Options, summary: Summary
                     cluster = series["metric"].get(options.cluster_label) or options.cluster
                     by_cluster.setdefault(cluster, {}).setdefault(name, []).append(series)
                 bar.update(1)
-            written = []
             for cluster, per_metric in sorted(by_cluster.items()):
                 folder = Path("metrics") / group_name / _safe(cluster) / day.isoformat()
                 for name, _ in queries:
@@ -444,21 +473,16 @@ def collect_metrics(client: PrometheusClient, options: Options, summary: Summary
                     summary.files += 1
                     summary.series += len(series)
                     summary.samples += sum(len(s["values"]) for s in series)
-                    written.append(str(relative))
                 summary.clusters.add(cluster)
             summary.days_collected += 1
-            if day_start + SECONDS_PER_DAY + options.settle_seconds <= now:
-                _write_json_atomic(
-                    _marker(options.landing, group_name, day),
-                    {
-                        "resolution": options.resolution,
-                        "scrape_interval_seconds": interval,
-                        "server": client.url,
-                        "collected_at": datetime.fromtimestamp(now, UTC).isoformat(),
-                        "files": written,
-                    },
-                )
         bar.close()
+
+
+def _queries(group: Group, options: Options, interval: float) -> list[tuple[str, str]]:
+    """(landed metric name, query) of a group at the options' resolution."""
+    if options.resolution == "raw":
+        return [(metric, metric) for metric in group.metrics]
+    return hourly_queries(group, interval, options.matchers)
 
 
 def _safe(name: str) -> str:

@@ -35,6 +35,7 @@ PASSWORD = "gpucost-test"
 # bcrypt (cost 4) of PASSWORD, as Prometheus's web config wants it
 PASSWORD_HASH = "$2b$04$XvGb4BvxBBRspQzSf98k0e8b5VGx5hD08TJ4Aq3up.48tMtbmSpOS"
 START, DAYS = "2026-10-01", 3  # conftest.generated_month
+SERVING_T0 = 1790812800  # 2026-10-01T00:00:00Z
 # columns that name the landed file a row came from: the collected files have other names and sizes
 FILE_COLUMNS = {"source_file"}
 
@@ -57,20 +58,18 @@ def prometheus(generated_month, tmp_path_factory):
     work = tmp_path_factory.mktemp("prometheus")
     counts = write_openmetrics_file(landing, work / "month.om")
     assert counts["samples"] > 0
+    # a vLLM server's token counter (the generator writes no serving metrics): 2026-10-01, every 10 min
+    lines = ["# TYPE vllm:prompt_tokens_total counter"]
+    labels = 'cluster="gpu-east",model_name="llama-3-8b",namespace="team-nlp",pod="vllm-0"'
+    lines += [
+        f"vllm:prompt_tokens_total{{{labels}}} {k * 1000} {SERVING_T0 + k * 600}"
+        for k in range(144)
+    ]
+    (work / "serving.om").write_text("\n".join([*lines, "# EOF", ""]), encoding="utf-8")
     data = work / "data"
-    subprocess.run(
-        [
-            "promtool",
-            "tsdb",
-            "create-blocks-from",
-            "openmetrics",
-            str(work / "month.om"),
-            str(data),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    for source in ("month.om", "serving.om"):
+        command = ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(work / source)]
+        subprocess.run([*command, str(data)], check=True, capture_output=True, timeout=300)
     web_config = work / "web.yml"
     web_config.write_text(f"basic_auth_users:\n  {USER}: '{PASSWORD_HASH}'\n", encoding="utf-8")
     (work / "prometheus.yml").write_text("global: {}\n", encoding="utf-8")
@@ -407,3 +406,28 @@ def test_openmetrics_escapes_label_values_promtool_reads_back(tmp_path):
     assert dump.count('cluster="east"') == 2
     assert 'pod="a\\"b\\\\c\\nd"' in dump
     assert "1790812800000" in dump and "1790813400000" in dump
+
+
+def test_collect_lands_serving_counters_apart(prometheus, auth_env, tmp_path, capsys):
+    for resolution in ("raw", "hourly"):
+        landing = tmp_path / resolution
+        args = ["collect", "--url", prometheus, "--landing", str(landing), "--start", START]
+        args += ["--no-progress", "--no-kube-snapshot", "--no-sacct", "--serving"]
+        assert main([*args, "--resolution", resolution]) == 0
+        out = capsys.readouterr().out
+        assert "the warehouse does not read them yet" in out
+        path = (
+            landing / "metrics" / "serving" / "gpu-east" / START / "vllm_prompt_tokens_total.json"
+        )
+        (series,) = json.loads(path.read_text())["data"]["result"]
+        assert series["metric"]["__name__"] == "vllm:prompt_tokens_total"
+        values = [(t, float(v)) for t, v in series["values"]]
+        if resolution == "raw":
+            assert values == [(SERVING_T0 + k * 600, k * 1000.0) for k in range(144)]
+        else:  # the counter at the hour's last sample, stamped at the hour's start
+            assert values == [(SERVING_T0 + h * 3600, (h * 6 + 5) * 1000.0) for h in range(24)]
+    # no serving metrics on a day: said, not an error
+    landing = tmp_path / "none"
+    args = ["collect", "--url", prometheus, "--landing", str(landing), "--start", "2026-10-02"]
+    assert main([*args, "--no-progress", "--no-kube-snapshot", "--no-sacct", "--serving"]) == 0
+    assert "no serving metrics" in capsys.readouterr().out
