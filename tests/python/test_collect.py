@@ -10,6 +10,7 @@ the binaries (scripts/test.sh calls it).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -431,3 +432,35 @@ def test_collect_lands_serving_counters_apart(prometheus, auth_env, tmp_path, ca
     args = ["collect", "--url", prometheus, "--landing", str(landing), "--start", "2026-10-02"]
     assert main([*args, "--no-progress", "--no-kube-snapshot", "--no-sacct", "--serving"]) == 0
     assert "no serving metrics" in capsys.readouterr().out
+
+
+def test_collect_auth_headers_and_tls_options_reach_the_http_client(tmp_path, monkeypatch):
+    from gpucost.collect import add_parser, client_from_args
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    monkeypatch.delenv("GPUCOST_PROM_USER", raising=False)
+    monkeypatch.setenv("GPUCOST_PROM_TOKEN", "s3cret")
+    args = parser.parse_args(
+        ["collect", "--url", "https://mimir.example/prometheus/", "--ca-file", str(ca),
+         "--header", "X-Scope-OrgID: acme", "--timeout", "5"]
+    )  # fmt: skip
+    client = client_from_args(args)
+    assert client.url == "https://mimir.example/prometheus"
+    assert client.session.headers["Authorization"] == "Bearer s3cret"
+    assert client.session.headers["X-Scope-OrgID"] == "acme"
+    assert client.session.verify == str(ca)
+    assert client.session.auth is None
+    retry = client.session.get_adapter("https://mimir.example").max_retries
+    assert retry.total == 5 and retry.backoff_factor > 0 and 503 in retry.status_forcelist
+    assert "POST" in retry.allowed_methods  # queries are POSTed (long selectors), and retried
+    monkeypatch.delenv("GPUCOST_PROM_TOKEN")
+    monkeypatch.setenv("GPUCOST_PROM_USER", "u")
+    monkeypatch.setenv("GPUCOST_PROM_PASSWORD", "p")
+    args = parser.parse_args(["collect", "--url", "https://p.example", "--insecure"])
+    client = client_from_args(args)
+    assert client.session.auth == ("u", "p")
+    assert client.session.verify is False
+    assert "Authorization" not in client.session.headers
