@@ -21,13 +21,19 @@
 {%- endmacro %}
 
 {#- Seconds one sample stands for: the gap to the series' next sample, or the series' step when the
-    gap is missing (last sample) or longer than gpucost_max_sample_gap_seconds (telemetry was lost). -#}
+    gap is missing (last sample) or longer than gpucost_max_sample_gap_seconds (telemetry was lost); an
+    hour in a landing zone of hourly aggregates (is_hourly_landing). -#}
 {% macro sample_duration(gap_seconds, step_seconds) -%}
+    {%- if is_hourly_landing() -%}
+    {#- an hourly aggregate stands for its hour (requests: the hour's mean, absent time counting zero) -#}
+    3600
+    {%- else -%}
     case
         when {{ gap_seconds }} is null or {{ gap_seconds }} > {{ var('gpucost_max_sample_gap_seconds') }}
             then least(coalesce({{ step_seconds }}, 60), {{ var('gpucost_max_sample_gap_seconds') }})
         else {{ gap_seconds }}
     end
+    {%- endif -%}
 {%- endmacro %}
 
 {#- The part of a physical GPU a MIG instance profile stands for ('3g.40gb' -> 3/7 of compute by default, or

@@ -39,6 +39,8 @@ GPUCOST_WAREHOUSE="$scratch/parse.duckdb" \
 
 echo "== browser for the dashboard test (Debian chromium, playwright-core via npm ci)"
 bash scripts/install_browser.sh
+echo "== prometheus and promtool for the collector test (Debian's prometheus package)"
+bash scripts/install_prometheus.sh
 
 echo "== dbt build on local Spark: result (seeds, SQL models, data tests; every table equal to DuckDB's)"
 spark_status=0

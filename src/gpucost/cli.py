@@ -256,6 +256,8 @@ PLUGIN_MODULES = (
     "gpucost.gate",
     "gpucost.benchmark",
     "gpucost.attribution_benchmark",
+    "gpucost.openmetrics",
+    "gpucost.collect",
 )
 
 

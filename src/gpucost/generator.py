@@ -2046,6 +2046,7 @@ def generate_month(
     shared_gpus: bool = True,
     cpu_only_pods: bool = True,
     creator_webhook_share: float = 0.5,
+    openmetrics: Path | None = None,
 ) -> dict:
     """Generate ``days`` days of raw billing, DCGM and kube-state-metrics files into ``out_dir``.
 
@@ -2063,6 +2064,8 @@ def generate_month(
     ``shared_gpus`` adds an H100 inference node to the first cluster whose GPUs are split into MIG
     instances (seven 1g.10gb; 3g.40gb + 2g.20gb + two 1g.10gb) or time-sliced between replicas (4
     and 2); ``cpu_only_pods`` adds feature-ETL jobs that request only CPU and memory on GPU nodes.
+    ``openmetrics`` (outside the landing zone) receives the month's series as OpenMetrics text, the
+    input of ``promtool tsdb create-blocks-from openmetrics`` (gpucost.openmetrics).
     """
     if step_seconds <= 0 or 3600 % step_seconds:
         raise ValueError("step_seconds must divide 3600")
@@ -2228,6 +2231,10 @@ def generate_month(
         if focus.fh is not None:
             focus.fh.close()
     files += focus.files + spec_files
+    if openmetrics is not None:
+        from gpucost.openmetrics import write_openmetrics_file
+
+        write_openmetrics_file(out_dir, Path(openmetrics))
 
     return {
         "out_dir": str(out_dir),

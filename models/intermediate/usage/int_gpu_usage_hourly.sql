@@ -29,6 +29,11 @@
 ) }}
 
 {%- set cutoff = usage_hourly_cutoff() %}
+{#- hourly aggregates (gpucost collect --resolution hourly): one row per series and hour, stamped at the hour's
+    start, with the seconds the series was scraped in it (covered_seconds). A series' tenancy weighs by those
+    seconds, and a slot's hour lasts its series' seconds, at most the hour: tenants that follow each other
+    keep their own seconds, tenants side by side (more seconds than the hour) share it. -#}
+{%- set hourly = is_hourly_landing() %}
 
 with
 
@@ -138,13 +143,15 @@ slurm_matches as (
     select
         {{ column_list(ref('stg_dcgm__gpu_samples'), 'pod_samples') }},
         slurm_allocation_nodes.workload_id,
-        slurm_allocation_nodes.gpus_on_node as tenant_weight
+        slurm_allocation_nodes.gpus_on_node {{- ' * pod_samples.covered_seconds' if hourly }} as tenant_weight
     from pod_samples
     inner join slurm_allocation_nodes
         on
         pod_samples.cluster_id = slurm_allocation_nodes.cluster_id
         and pod_samples.node_name = slurm_allocation_nodes.node_name
-        and pod_samples.sampled_epoch >= {{ epoch_seconds('slurm_allocation_nodes.started_at') }}
+        -- an hourly aggregate overlaps the allocation within its hour
+        and pod_samples.sampled_epoch {{- ' + 3599' if hourly }}
+        >= {{ epoch_seconds('slurm_allocation_nodes.started_at') }}
         and pod_samples.sampled_epoch < {{ epoch_seconds('slurm_allocation_nodes.held_until_at') }}
         and (
             pod_samples.hpc_job is null
@@ -158,7 +165,7 @@ tenants as (
 
     select
         *,
-        1.0 as tenant_weight
+        {{ 'coalesce(covered_seconds, 1.0)' if hourly else '1.0' }} as tenant_weight
     from pod_samples
     where
         pod is not null
@@ -270,7 +277,19 @@ gpu_steps as (
 
 ),
 
+-- sqlfluff's templater renders both branches of the if below into one layout:
+-- noqa: disable=LT02
 gpu_durations as (
+    {%- if hourly %}
+
+    -- a slot's hour lasts the seconds its series were scraped in it, at most the hour
+    select
+        gpu_slot_id,
+        sampled_epoch,
+        least(3600, sum(covered_seconds)) as duration_seconds
+    from dcgm_samples
+    group by 1, 2
+    {%- else %}
 
     select
         gpu_gaps.gpu_slot_id,
@@ -278,8 +297,10 @@ gpu_durations as (
         {{ sample_duration('gpu_gaps.gap_seconds', 'gpu_steps.step_seconds') }} as duration_seconds
     from gpu_gaps
     inner join gpu_steps on gpu_gaps.gpu_slot_id = gpu_steps.gpu_slot_id
+    {%- endif %}
 
 ),
+-- noqa: enable=LT02
 
 gpu_hourly as (
 

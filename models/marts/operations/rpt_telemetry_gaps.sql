@@ -66,7 +66,7 @@ flagged as (
         and gaps.node_name = steps.node_name
         and gaps.gpu_uuid = steps.gpu_uuid
         and gaps.gpu_instance_id is not distinct from steps.gpu_instance_id
-    where gaps.next_sampled_epoch - gaps.sampled_epoch > {{ var('gpucost_max_sample_gap_seconds') }}
+    where gaps.next_sampled_epoch - gaps.sampled_epoch > {{ max_sample_gap_seconds() }}
 
 ),
 
@@ -82,7 +82,7 @@ final as (
         cast(gap_seconds as bigint) as gap_seconds,
         cast(counted_seconds as bigint) as counted_seconds,
         cast(gap_seconds - counted_seconds as bigint) as uncounted_seconds,
-        'telemetry_gap_beyond_{{ var("gpucost_max_sample_gap_seconds") }}s' as gap_reason
+        'telemetry_gap_beyond_{{ max_sample_gap_seconds() }}s' as gap_reason
     from flagged
 
 )

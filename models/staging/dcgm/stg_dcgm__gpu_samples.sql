@@ -1,4 +1,5 @@
--- One row per GPU, pod and scrape time, with the DCGM fields side by side (duplicate scrapes collapse).
+-- One row per GPU, pod and scrape time, with the DCGM fields side by side (duplicate scrapes collapse); from
+-- hourly aggregates, one row per GPU, pod and hour with the fields' hourly means and covered_seconds.
 -- The series are grouped by their labels first (a few rows per GPU and file), so the per-sample pivot
 -- groups by a number and a time instead of eleven label columns.
 with
@@ -76,7 +77,9 @@ pivoted as (
         max(case when metric_name = 'DCGM_FI_DEV_GPU_UTIL' then sample_value end) as gpu_util_percent,
         max(case when metric_name = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE' then sample_value end) as gr_engine_active_ratio,
         max(case when metric_name = 'DCGM_FI_DEV_FB_USED' then sample_value end) as fb_used_mib,
-        max(case when metric_name = 'DCGM_FI_DEV_POWER_USAGE' then sample_value end) as power_usage_watts
+        max(case when metric_name = 'DCGM_FI_DEV_POWER_USAGE' then sample_value end) as power_usage_watts,
+        -- hourly aggregates (gpucost collect --resolution hourly): the seconds the series was scraped that hour
+        max(case when metric_name = 'gpucost_dcgm_sample_seconds_1h' then sample_value end) as covered_seconds
     from samples
     group by 1, 2
 
@@ -110,6 +113,7 @@ final as (
         pivoted.gr_engine_active_ratio,
         pivoted.fb_used_mib,
         pivoted.power_usage_watts,
+        pivoted.covered_seconds,
         pivoted.sampled_epoch
     from pivoted
     inner join series_groups on pivoted.series_group_id = series_groups.series_group_id
