@@ -119,14 +119,14 @@
     {{ return(found) }}
 {%- endmacro %}
 
-{#- The owner named by a line's tags (JSON) for a role: the first of owner_tag_keys(role) with a non-blank
-    value. -#}
+{#- The owner named by a line's tags (JSON) for a role: the value of the first of owner_tag_keys(role) that the
+    tags carry (as written; staging's later rules judge it). -#}
 {% macro owner_tag_value(tags, role) -%}
     {%- set keys = owner_tag_keys(role) -%}
     {%- if keys -%}
     coalesce(
         {%- for key in keys %}
-        nullif(trim({{ json_text_at(tags, key) }}), ''){{ "," if not loop.last }}
+        {{ json_text_at(tags, key) }}{{ "," if not loop.last }}
         {%- endfor %}
     )
     {%- else -%}
