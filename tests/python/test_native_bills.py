@@ -327,11 +327,7 @@ def native_warehouse(tmp_path_factory):
         shutil.copyfile(sample, billing / "azure" / sample.name)
     (billing / "oci").mkdir()
     shutil.copyfile(OCI, billing / "oci" / OCI.name)
-    shutil.copytree(
-        SPEC_EXAMPLES,
-        billing / "focus" / "spec_examples",
-        ignore=shutil.ignore_patterns("contract_commitment*"),
-    )  # TEMP-LOCAL
+    shutil.copytree(SPEC_EXAMPLES, billing / "focus" / "spec_examples")
     # every line item type, legacy CSV (account 1111...) and CUR 2.0 Parquet (account 2222...)
     _write_csv(
         billing / "aws_cur" / "types" / "types.csv",
