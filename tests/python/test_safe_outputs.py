@@ -302,3 +302,24 @@ def test_webhook_urls_are_never_printed(capsys):
         with pytest.raises(WebhookError) as refused:
             post_webhook(url, {"alerts": []}, timeout=2)
         assert "s3cr3tT0ken" not in str(refused.value) and "sig=" not in str(refused.value)
+
+
+def test_the_dbt_var_switches_pseudonymisation_and_the_environment_overrides_it(tmp_path):
+    from gpucost.safe_output import PseudonymiseError
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "dbt_project.yml").write_text(
+        "vars:\n  gpucost_pseudonymise_users: true\n", encoding="utf-8"
+    )
+    on = Pseudonymiser.from_settings(project, {"GPUCOST_PSEUDONYMISE_SECRET": SECRET})
+    assert on.enabled and on("alice") == Pseudonymiser(SECRET.encode())("alice") != "alice"
+    assert on("alice") != Pseudonymiser(b"another-secret-of-some-length")("alice")
+    with pytest.raises(PseudonymiseError, match="GPUCOST_PSEUDONYMISE_SECRET"):
+        Pseudonymiser.from_settings(project, {})
+    with pytest.raises(PseudonymiseError, match="shorter"):
+        Pseudonymiser.from_settings(project, {"GPUCOST_PSEUDONYMISE_SECRET": "short"})
+    off = Pseudonymiser.from_settings(project, {"GPUCOST_PSEUDONYMISE_USERS": "false"})
+    assert not off.enabled and off("alice") == "alice"
+    default = Pseudonymiser.from_settings(Path(__file__).parents[2], {})
+    assert not default.enabled  # the project's default: false
