@@ -30,11 +30,18 @@ parsed as (
         native_charge_type,
         delivery_dataset,
         native_superseded_reason,
+        {#- FOCUS 1.3+ columns (FOCUS files only) count when present: concat_ws skips nulls, so the ids of lines
+            without them stay what they were -#}
+        {%- set hashed = [] -%}
+        {%- for column in focus_columns() if column not in focus_columns_since_1_3() -%}
+            {%- do hashed.append("coalesce(" ~ adapter.quote(column) ~ ", '<null>')") -%}
+        {%- endfor -%}
+        {%- if source_format == 'focus' -%}
+            {%- for column in focus_columns_since_1_3() -%}{%- do hashed.append(adapter.quote(column)) -%}{%- endfor -%}
+        {%- endif %}
         md5(concat_ws(
             '|',
-            {% for column in focus_columns() -%}
-                coalesce({{ adapter.quote(column) }}, '<null>'){{ "," if not loop.last }}
-            {% endfor -%}
+            {{ hashed | join(",\n            ") }}
         )) as content_hash,
 
         -- ids
@@ -47,7 +54,12 @@ parsed as (
         -- strings
         BillingAccountName as billing_account_name,
         SubAccountName as sub_account_name,
+        {% if source_format == 'focus' -%}
+        -- FOCUS 1.3 / 1.4: ServiceProviderName replaces ProviderName (deprecated in 1.3, gone in 1.4)
+        coalesce(nullif(trim(ServiceProviderName), ''), ProviderName) as provider_name,
+        {%- else -%}
         ProviderName as provider_name,
+        {%- endif %}
         InvoiceIssuerName as invoice_issuer_name,
         ChargeCategory as charge_category,
         ChargeClass as charge_class,
@@ -168,9 +180,9 @@ final as (
         billing_currency,
         tags_raw,
         tags,
-        {{ json_text_at('tags', var("gpucost_tag_key_project")) }} as tag_project_id,
-        {{ json_text_at('tags', var("gpucost_tag_key_team")) }} as tag_team_id,
-        {{ json_text_at('tags', var("gpucost_tag_key_user")) }} as tag_user_id,
+        {{ owner_tag_value('tags', 'project') }} as tag_project_id,
+        {{ owner_tag_value('tags', 'team') }} as tag_team_id,
+        {{ owner_tag_value('tags', 'user') }} as tag_user_id,
         billed_cost,
         effective_cost,
         list_cost,

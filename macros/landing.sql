@@ -146,7 +146,7 @@
     {%- endif %}
 {%- endmacro %}
 
-{#- Columns of FOCUS 1.0 - 1.2 that the warehouse reads (others pass through untouched). -#}
+{#- Columns of FOCUS 1.0 - 1.4 that the warehouse reads (others pass through untouched). -#}
 {% macro focus_columns() -%}
     {{ return([
         'AvailabilityZone', 'BilledCost', 'BillingAccountId', 'BillingAccountName', 'BillingCurrency',
@@ -158,7 +158,13 @@
         'PricingUnit', 'ProviderName', 'PublisherName', 'RegionId', 'RegionName', 'ResourceId', 'ResourceName',
         'ResourceType', 'ServiceCategory', 'ServiceName', 'SkuId', 'SkuPriceId', 'SubAccountId',
         'SubAccountName', 'Tags'
-    ]) }}
+    ] + focus_columns_since_1_3()) }}
+{%- endmacro %}
+
+{#- Provider columns of FOCUS 1.3 / 1.4 (ServiceProviderName replaces ProviderName, HostProviderName is new;
+    1.4 files have no ProviderName / PublisherName). -#}
+{% macro focus_columns_since_1_3() -%}
+    {{ return(['HostProviderName', 'ServiceProviderName']) }}
 {%- endmacro %}
 
 {#- Prometheus /api/v1/query_range responses (resultType matrix) under a landing folder, read file by file

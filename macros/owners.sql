@@ -98,3 +98,38 @@
 {% macro label_attribution_methods() -%}
     ('pod_label', 'slurm_account', 'override')
 {%- endmacro %}
+
+{#- The bill tag keys that name a line's owner (role: project, team or user), in the order they are tried:
+    the single-key var gpucost_tag_key_<role> (kept as the first key; the FOCUS export writes it), then each
+    key of the list var gpucost_tag_keys_<role>, each with every prefix of gpucost_tag_key_prefixes (''
+    for the key as written, 'user:' for AWS user tags as AWS writes them into FOCUS Tags). -#}
+{% macro owner_tag_keys(role) -%}
+    {%- set keys = [var('gpucost_tag_key_' ~ role, none)] + (var('gpucost_tag_keys_' ~ role, []) or []) -%}
+    {%- set prefixes = var('gpucost_tag_key_prefixes', ['']) or [''] -%}
+    {%- set found = [] -%}
+    {%- for key in keys if key -%}
+        {%- for prefix in prefixes -%}
+            {%- set candidate = (prefix or '') ~ key -%}
+            {%- if candidate is string and ("'" in candidate or '"' in candidate or '\\' in candidate) -%}
+                {{ exceptions.raise_compiler_error("owner tag key " ~ candidate ~ " (vars gpucost_tag_key*) must not contain quotes or backslashes") }}
+            {%- endif -%}
+            {%- if candidate not in found -%}{%- do found.append(candidate) -%}{%- endif -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {{ return(found) }}
+{%- endmacro %}
+
+{#- The owner named by a line's tags (JSON) for a role: the value of the first of owner_tag_keys(role) that the
+    tags carry (as written; staging's later rules judge it). -#}
+{% macro owner_tag_value(tags, role) -%}
+    {%- set keys = owner_tag_keys(role) -%}
+    {%- if keys -%}
+    coalesce(
+        {%- for key in keys %}
+        {{ json_text_at(tags, key) }}{{ "," if not loop.last }}
+        {%- endfor %}
+    )
+    {%- else -%}
+    cast(null as string)
+    {%- endif -%}
+{%- endmacro %}

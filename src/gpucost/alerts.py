@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import urllib.error
 import urllib.request
@@ -99,13 +100,29 @@ def build_payload(month: str, alerts: Sequence[Alert]) -> dict[str, Any]:
     }
 
 
+WEBHOOK_ENV = "GPUCOST_ALERTS_WEBHOOK"
+
+
+def redact_url(url: str) -> str:
+    """The webhook as it may be printed: scheme and host only (a webhook URL's path and query
+    are its secret: Slack, Teams and most others authenticate by the URL alone)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or "?"
+    except ValueError:
+        return "<webhook URL not shown>"
+    return f"{parts.scheme}://{host}/<not shown>"
+
+
 def post_webhook(url: str, payload: dict[str, Any], timeout: float = DEFAULT_TIMEOUT) -> int:
     """POST ``payload`` as JSON to ``url``; returns the HTTP status.
 
     Raises WebhookError with a clear message when the URL is not http(s), the server cannot be
     reached, does not answer within ``timeout`` seconds or answers anything but 2xx."""
     if not url.lower().startswith(("http://", "https://")):
-        raise WebhookError(f"webhook URL must start with http:// or https://, not {url!r}")
+        raise WebhookError("the webhook URL must start with http:// or https:// (URL not shown)")
     body = json.dumps(payload).encode("utf-8")
     request = urllib.request.Request(
         url,
@@ -119,17 +136,21 @@ def post_webhook(url: str, payload: dict[str, Any], timeout: float = DEFAULT_TIM
     except urllib.error.HTTPError as error:
         detail = error.read(200).decode("utf-8", "replace").strip()
         raise WebhookError(
-            f"webhook {url} answered HTTP {error.code} {error.reason}"
+            f"webhook {redact_url(url)} answered HTTP {error.code} {error.reason}"
             + (f": {detail}" if detail else "")
         ) from error
     except urllib.error.URLError as error:
-        raise WebhookError(f"webhook {url} could not be reached: {error.reason}") from error
+        raise WebhookError(
+            f"webhook {redact_url(url)} could not be reached: {error.reason}"
+        ) from error
     except TimeoutError as error:
-        raise WebhookError(f"webhook {url} did not answer within {timeout:g}s") from error
+        raise WebhookError(
+            f"webhook {redact_url(url)} did not answer within {timeout:g}s"
+        ) from error
     except OSError as error:
-        raise WebhookError(f"webhook {url} failed: {error}") from error
+        raise WebhookError(f"webhook {redact_url(url)} failed: {error}") from error
     if not 200 <= status < 300:
-        raise WebhookError(f"webhook {url} answered HTTP {status}")
+        raise WebhookError(f"webhook {redact_url(url)} answered HTTP {status}")
     return status
 
 
@@ -175,19 +196,23 @@ def cmd_alerts(args: argparse.Namespace) -> int:
             return 0
         alerts = read_alerts(warehouse, month)
     except Exception as error:  # a missing mart or a locked file: say so, exit 2
-        print(f"gpucost: cannot read budget alerts from {warehouse}: {error}", file=sys.stderr)
+        from gpucost.safe_output import one_line_error
+
+        reason = one_line_error(error) or (str(error).strip().splitlines() or [""])[0]
+        print(f"gpucost: cannot read budget alerts from {warehouse}: {reason}", file=sys.stderr)
         return 2
     print(format_alerts(month, alerts))
     code = 1 if alerts else 0
     if args.dry_run:
         print(json.dumps(build_payload(month, alerts), indent=2))
         return code
-    if args.webhook:
+    webhook = args.webhook or os.environ.get(WEBHOOK_ENV)
+    if webhook:
         if not alerts:
             print("No alerts: nothing sent to the webhook.")
             return code
         try:
-            status = post_webhook(args.webhook, build_payload(month, alerts), args.timeout)
+            status = post_webhook(webhook, build_payload(month, alerts), args.timeout)
         except WebhookError as error:
             print(f"gpucost: {error}", file=sys.stderr)
             return 2
@@ -202,7 +227,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n\n")[0],
     )
     parser.add_argument("--month", type=month_arg, help="budget month YYYY-MM (default: latest)")
-    parser.add_argument("--webhook", help="POST the alerts as JSON to this http(s) URL")
+    parser.add_argument(
+        "--webhook",
+        help=f"POST the alerts as JSON to this http(s) URL (default ${WEBHOOK_ENV}, which keeps "
+        "the URL out of the process list; the URL is never printed)",
+    )
     parser.add_argument(
         "--dry-run", action="store_true", help="print the JSON payload instead of sending it"
     )

@@ -154,7 +154,10 @@ def publish_after_build(project_dir: Path, warehouse: Path) -> int:
     try:
         publish_marts(warehouse, out_dir)
     except Exception as error:  # a failed publish must not hide a good build's exit code
-        print(f"gpucost: publishing Parquet to {out_dir} failed: {error}", file=sys.stderr)
+        from gpucost.safe_output import one_line_error
+
+        reason = one_line_error(error) or (str(error).strip().splitlines() or [""])[0]
+        print(f"gpucost: publishing Parquet to {out_dir} failed: {reason}", file=sys.stderr)
         return 1
     return 0
 
@@ -274,9 +277,32 @@ def _add_plugins(sub: argparse._SubParsersAction) -> None:
         module.add_parser(sub)
 
 
+DEBUG_ENV = "GPUCOST_DEBUG"
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. An error of a kind the user can fix (a locked warehouse, a path that cannot
+    be written or is under a file, a missing file) is one line on stderr and exit code 2, never a
+    traceback; so is any other error, unless GPUCOST_DEBUG=1 asks for the traceback."""
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("gpucost: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:
+        if os.environ.get(DEBUG_ENV) == "1":
+            raise
+        from gpucost.safe_output import one_line_error
+
+        message = one_line_error(error)
+        if message is None:
+            first = (str(error).strip().splitlines() or [""])[0][:300]
+            message = (
+                f"{type(error).__name__}: {first} (unexpected; {DEBUG_ENV}=1 shows the traceback)"
+            )
+        print(f"gpucost {args.command}: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -15,6 +15,13 @@ import re
 import sys
 from pathlib import Path
 
+from gpucost.safe_output import (
+    Pseudonymiser,
+    csv_cell_sql,
+    default_project_dir,
+    owner_user_tag_keys,
+)
+
 MART = "marts.rpt_focus_allocated_charges"
 
 MONTH_PATTERN = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
@@ -29,26 +36,31 @@ def _quote_path(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-def export_focus(warehouse: Path, out: Path, month: str | None = None) -> int:
+def export_focus(
+    warehouse: Path, out: Path, month: str | None = None, pseudonymiser: Pseudonymiser | None = None
+) -> int:
     """Write the FOCUS allocated rows of ``warehouse`` (optionally one billing month, ``YYYY-MM``)
     to ``out`` (``.csv`` or ``.parquet``); returns the number of rows written.
 
     Money columns keep their DECIMAL(38, 18) type: Parquet stores them as decimals, CSV as their
     exact decimal text. Rows are ordered by origin charge and allocation id, so exports diff
-    cleanly.
+    cleanly. In CSV, text cells that a spreadsheet would run as a formula are neutralised
+    (:func:`gpucost.safe_output.csv_cell_sql`); user ids are pseudonymised when
+    ``gpucost_pseudonymise_users`` is on (``pseudonymiser``, by default from the settings).
     """
     import duckdb
 
     kind = FORMATS.get(out.suffix.lower())
     if kind is None:
         raise ValueError(f"--out must end in .csv or .parquet, not {out.name!r}")
+    if pseudonymiser is None:
+        pseudonymiser = Pseudonymiser.from_settings()
     where = ""
     if month is not None:
         if not MONTH_PATTERN.fullmatch(month):
             raise ValueError(f"month must be YYYY-MM, not {month!r}")
         # a validated literal: COPY takes no prepared parameters
         where = f"where strftime(\"BillingPeriodStart\", '%Y-%m') = '{month}'"
-    query = f'select * from {MART} {where} order by "x_OriginChargeId", "x_AllocationId"'
     if kind == "csv":
         options = f"format csv, header true, timestampformat '{CSV_TIMESTAMP_FORMAT}'"
     else:
@@ -63,9 +75,29 @@ def export_focus(warehouse: Path, out: Path, month: str | None = None) -> int:
             raise LookupError(
                 f"{warehouse} has no {MART}; run `gpucost build` with this version first"
             )
-        rows = con.sql(f"select count(*) from ({query})").fetchall()[0][0]
+        if pseudonymiser.enabled:
+            pseudonymiser.register(con, owner_user_tag_keys(default_project_dir()))
+        columns = con.sql(f"describe select * from {MART}").fetchall()
+        select = ", ".join(
+            _column_sql(name, data_type, kind, pseudonymiser) for name, data_type, *_ in columns
+        )
+        query = f'select {select} from {MART} {where} order by "x_OriginChargeId", "x_AllocationId"'
+        rows = con.sql(f"select count(*) from {MART} {where}").fetchall()[0][0]
         con.execute(f"copy ({query}) to {_quote_path(out)} ({options})")
     return int(rows)
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _column_sql(name: str, data_type: str, kind: str, pseudonymiser: Pseudonymiser) -> str:
+    """One exported column: pseudonymised when it holds user ids, neutralised for spreadsheets
+    when it is text written to CSV, otherwise as stored."""
+    expression = pseudonymiser.column_sql(name, _quote(name))
+    if kind == "csv" and data_type.upper() == "VARCHAR":
+        expression = csv_cell_sql(expression)
+    return f"{expression} as {_quote(name)}"
 
 
 def _valid_month(value: str) -> str:

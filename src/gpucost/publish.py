@@ -29,6 +29,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gpucost.safe_output import Pseudonymiser, default_project_dir, owner_user_tag_keys
+
 SCHEMA = "marts"
 PARQUET_DIR_ENV = "GPUCOST_PARQUET_DIR"
 
@@ -121,6 +123,7 @@ def publish_marts(
     out_dir: Path,
     *,
     log: Callable[[str], None] | None = print,
+    pseudonymiser: Pseudonymiser | None = None,
 ) -> dict[str, dict]:
     """Write every table of schema ``marts`` to ``<out_dir>/<table>.parquet``, atomically.
 
@@ -128,21 +131,26 @@ def publish_marts(
     naming table and column) a mart with a HUGEINT or floating-point column, before writing
     anything. Returns ``{table: {"path": Path, "rows": int}}``; ``log`` (default ``print``)
     receives one line per table written.
+
+    With ``gpucost_pseudonymise_users`` on (``pseudonymiser``, by default from the settings: see
+    :mod:`gpucost.safe_output`), user ids are written as their keyed pseudonyms, in every mart.
     """
+    if pseudonymiser is None:
+        pseudonymiser = Pseudonymiser.from_settings()
     warehouse = Path(warehouse)
     out_dir = Path(out_dir)
     if not warehouse.is_file():
         raise PublishError(f"no warehouse at {warehouse}; run `gpucost build` first")
-    try:
-        con = duckdb.connect(str(warehouse), read_only=True)
-    except duckdb.Error as error:
-        raise PublishError(f"cannot open {warehouse} read-only: {error}") from error
+    # a locked or unreadable warehouse raises duckdb's own error: the command prints it on one line
+    con = duckdb.connect(str(warehouse), read_only=True)
     published: dict[str, dict] = {}
     try:
         tables = mart_columns(con)
         if not tables:
             raise PublishError(f"{warehouse} has no tables in schema {SCHEMA}; build it first")
         check_exact_types(tables)
+        if pseudonymiser.enabled:
+            pseudonymiser.register(con, owner_user_tag_keys(default_project_dir()))
         out_dir.mkdir(parents=True, exist_ok=True)
         for table, columns in tables.items():
             target = out_dir / f"{table}.parquet"
@@ -151,8 +159,13 @@ def publish_marts(
             )
             os.close(handle)
             try:
+                select = ", ".join(
+                    f"{pseudonymiser.column_sql(column.name, _quote(column.name))}"
+                    f" as {_quote(column.name)}"
+                    for column in columns
+                )
                 written = con.execute(
-                    f"copy (select * from {_quote(SCHEMA)}.{_quote(table)}) "
+                    f"copy (select {select} from {_quote(SCHEMA)}.{_quote(table)}) "
                     f"to '{temporary.replace(chr(39), chr(39) * 2)}' "
                     "(format parquet, compression zstd)"
                 ).fetchall()

@@ -28,6 +28,8 @@ from decimal import ROUND_FLOOR, Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
+from gpucost.safe_output import csv_row
+
 KINDS = ("direct", "usage", "idle", "shared", "unallocated")
 MODES = ("chargeback", "showback")
 DEFAULT_MODE = "chargeback"
@@ -203,10 +205,15 @@ CSV_COLUMNS = (
 
 def render_csv(statement: Statement) -> str:
     """The statement as CSV: a ``line`` per project and non-zero cost kind, a ``project_total`` per
-    project and one ``total`` row (its description says whether the amount is charged)."""
+    project and one ``total`` row (its description says whether the amount is charged). Text from
+    data that a spreadsheet would run as a formula is neutralised (:func:`csv_cell`)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
+
+    def write(row: list[str]) -> None:
+        writer.writerow(csv_row(row))
+
     head = [
         statement.month_label,
         statement.team_id,
@@ -218,7 +225,7 @@ def render_csv(statement: Statement) -> str:
         for line in statement.lines:
             if line.project_id != project.project_id:
                 continue
-            writer.writerow(
+            write(
                 [
                     *head,
                     "line",
@@ -231,7 +238,7 @@ def render_csv(statement: Statement) -> str:
                     "",
                 ]
             )
-        writer.writerow(
+        write(
             [
                 *head,
                 "project_total",
@@ -244,7 +251,7 @@ def render_csv(statement: Statement) -> str:
                 f"{project.effective_cost:.2f}",
             ]
         )
-    writer.writerow(
+    write(
         [
             *head,
             "total",

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from gpucost.expectations import Batch, Source
 
 DEFAULT_DOCS_DIR = "warehouse/data_docs"
+BILLING = "billing"
 DOCS_SITE = "gpucost"
 EXAMPLES = 5
 """Example rows or values shown per failure."""
@@ -200,6 +201,23 @@ def validate_landing(
         con.execute("set TimeZone = 'UTC'")
         for source in sources():
             _run_source(context, con, source, landing, sample_rows, report, say)
+    bills = [result for result in report.suites if result.source.startswith(BILLING + "/")]
+    if not any(result.files for result in bills) and not any(
+        failure.file.startswith(BILLING + "/") for failure in report.failures
+    ):
+        folders = ", ".join(sorted({result.source.split("/", 1)[1] for result in bills}))
+        report.failures.append(
+            Failure(
+                bills[0].suite if bills else "bills",
+                BILLING + "/",
+                None,
+                "files_present",
+                f"no bill in {BILLING}/ (one of {folders}): the bill is required",
+            )
+        )
+        if bills:
+            bills[0].failed += 1
+            bills[0].skipped = ""
     order = {result.suite: number for number, result in enumerate(report.suites)}
     report.failures.sort(
         key=lambda failure: (
@@ -257,8 +275,24 @@ def _run_source(
     report: ValidationReport,
     say: Progress,
 ) -> None:
-    files = source.files(landing)
+    from gpucost.expectations import outside_landing
+
+    found = source.files(landing)
+    files = [path for path in found if not outside_landing(path, landing)]
     suites = list(source.suites())
+    for path in found:
+        if path not in files:
+            shown = path.relative_to(landing).as_posix() if path.is_relative_to(landing) else path
+            report.failures.append(
+                Failure(
+                    suites[0].name,
+                    str(shown),
+                    None,
+                    "file_in_landing_zone",
+                    "is a symlink to a file outside the landing zone: refused (its content is not "
+                    "read); copy the file into the landing zone",
+                )
+            )
     if not files:
         for suite in suites:
             result = SuiteResult(suite.name, source.folder, 0, 0)

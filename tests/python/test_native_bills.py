@@ -98,6 +98,67 @@ GCP_ROWS = [
         "cost_type": "rounding_error",
     },
 ]
+# A second GCP billing account: project labels join the line's tags, resource labels win on a key
+GCP_LABEL_ACCOUNT = "02LABEL-000000-PROJECT"
+GCP_LABEL_ROWS = [
+    {
+        **_GCP_ROW,
+        "billing_account_id": GCP_LABEL_ACCOUNT,
+        "project": {
+            "id": "shared-proj",
+            "name": "Shared",
+            "labels": [{"key": "project_id", "value": "rag-search"}, {"key": "env", "value": "p"}],
+        },
+        "sku": {"id": "CPU1", "description": "N2 Instance Core running in Americas"},
+        "labels": [],
+        "cost": 3.0,
+        "cost_type": "regular",
+    },
+    {
+        **_GCP_ROW,
+        "billing_account_id": GCP_LABEL_ACCOUNT,
+        "project": {
+            "id": "shared-proj",
+            "name": "Shared",
+            "labels": [{"key": "project_id", "value": "rag-search"}],
+        },
+        "sku": {"id": "CPU1", "description": "N2 Instance Core running in Americas"},
+        "labels": [{"key": "project_id", "value": "llm-pretrain"}],
+        "cost": 4.0,
+        "cost_type": "regular",
+    },
+]
+# FOCUS 1.3 / 1.4 provider columns (1.4: no ProviderName, no PublisherName) and owner tags written as
+# our guidance says (project-id) and as AWS writes user tags into FOCUS (user:project-id)
+FOCUS_NEW_HEADER = (
+    "BillingAccountId,BillingCurrency,BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,"
+    "ChargePeriodEnd,ChargeCategory,BilledCost,EffectiveCost,{providers},ServiceName,Tags"
+)
+FOCUS_PERIOD = "2026-10-01T00:00:00Z,2026-11-01T00:00:00Z,2026-10-05T00:00:00Z,2026-10-05T01:00:00Z"
+FOCUS_14_ACCOUNT = "FOCUS14-ACCOUNT"
+FOCUS_14 = (
+    FOCUS_NEW_HEADER.format(providers="ServiceProviderName,HostProviderName")
+    + "\n"
+    + "\n".join(
+        f"{FOCUS_14_ACCOUNT},USD,{FOCUS_PERIOD},Usage,{cost},{cost},Acme Cloud,Acme Host,Storage,"
+        + '"'
+        + tags.replace('"', '""')
+        + '"'
+        for cost, tags in (
+            ("5.00", '{"user:project-id": "llm-pretrain"}'),
+            ("6.00", '{"project-id": "rag-search"}'),
+            ("7.00", '{"user:project_id": "llm-pretrain", "project_id": "rag-search"}'),
+        )
+    )
+    + "\n"
+)
+FOCUS_13_ACCOUNT = "FOCUS13-ACCOUNT"
+FOCUS_13 = (
+    FOCUS_NEW_HEADER.format(providers="ProviderName,ServiceProviderName")
+    + "\n"
+    + f"{FOCUS_13_ACCOUNT},USD,{FOCUS_PERIOD},Usage,1.00,1.00,Old Name,Acme Cloud,Storage,\n"
+    + f"{FOCUS_13_ACCOUNT},USD,{FOCUS_PERIOD},Usage,2.00,2.00,Old Name,,Storage,\n"
+)
 CUR_COLUMNS = [
     "identity/LineItemId",
     "bill/InvoiceId",
@@ -313,6 +374,12 @@ def native_warehouse(tmp_path_factory):
     (billing / "gcp" / "export.jsonl").write_text(
         "\n".join(json.dumps(row) for row in GCP_ROWS) + "\n", encoding="utf-8"
     )
+    with (billing / "gcp" / "labels.jsonl").open("w", encoding="utf-8") as handle:
+        handle.write("\n".join(json.dumps(row) for row in GCP_LABEL_ROWS) + "\n")
+    (billing / "focus" / "focus_1_4").mkdir(parents=True)
+    (billing / "focus" / "focus_1_4" / "export.csv").write_text(FOCUS_14, encoding="utf-8")
+    (billing / "focus" / "focus_1_3").mkdir(parents=True)
+    (billing / "focus" / "focus_1_3" / "export.csv").write_text(FOCUS_13, encoding="utf-8")
     return _build(
         landing,
         tmp_path_factory.mktemp("native_build"),
@@ -429,6 +496,7 @@ def test_spec_examples_reject_impossible_timestamps_with_a_reason(native_warehou
     lines = sum(len(_read(path)) for path in SPEC_EXAMPLES.glob("*.csv"))
     assert native_warehouse.sql(
         "select count(*) from intermediate.int_bill_line_items where source_format = 'focus'"
+        " and source_file like '%/spec_examples/%'"
     ) == [(lines,)]
 
 
@@ -572,6 +640,7 @@ def test_gcp_credits_are_lines_of_their_own_and_invoice_month_decides(native_war
         " alloc.allocation_kind, alloc.billed_cost from intermediate.int_bill_line_items as line"
         " inner join marts.fct_cost_allocation as alloc on line.charge_id = alloc.charge_id"
         " where line.source_format = 'gcp' and alloc.allocation_kind = 'direct'"
+        f" and line.billing_account_id <> '{GCP_LABEL_ACCOUNT}'"
         " order by alloc.billed_cost"
     )
     november = rows[0][1].isoformat()
@@ -581,9 +650,10 @@ def test_gcp_credits_are_lines_of_their_own_and_invoice_month_decides(native_war
         ("credit:SUSTAINED_USAGE_DISCOUNT", "credits", Decimal("-0.1")),
         ("regular", "compute_gpu", Decimal("2.933908")),
     ]
-    assert _reconciliation(native_warehouse, "provider_name = 'Google Cloud'") == [
-        ("USD", Decimal("2.159736"), Decimal("2.159736"), 0, 0, 0, True)
-    ]
+    assert _reconciliation(
+        native_warehouse,
+        f"provider_name = 'Google Cloud' and billing_account_id <> '{GCP_LABEL_ACCOUNT}'",
+    ) == [("USD", Decimal("2.159736"), Decimal("2.159736"), 0, 0, 0, True)]
 
 
 def test_statements_restated_in_the_reporting_currency_record_the_conversion(native_warehouse):
@@ -658,3 +728,43 @@ def test_unused_commitment_follows_the_named_idle_owner(native_warehouse, policy
         warehouse=copy,
     )
     assert rows == [(owner, "idle", f"idle_{policy}", Decimal("4.60"))]
+
+
+def test_gcp_project_labels_join_the_tags_and_resource_labels_win(native_warehouse):
+    rows = native_warehouse.sql(
+        "select billed_cost, project_id, allocation_kind from marts.fct_cost_allocation"
+        f" where billing_account_id = '{GCP_LABEL_ACCOUNT}' order by billed_cost"
+    )
+    assert rows == [
+        (Decimal("3.000000000000000000"), "rag-search", "direct"),
+        (Decimal("4.000000000000000000"), "llm-pretrain", "direct"),
+    ]
+
+
+def test_focus_1_3_and_1_4_provider_columns_are_read(native_warehouse):
+    rows = native_warehouse.sql(
+        "select billing_account_id, provider_name, billed_cost"
+        " from intermediate.int_bill_line_items"
+        f" where billing_account_id in ('{FOCUS_13_ACCOUNT}', '{FOCUS_14_ACCOUNT}')"
+        " order by billing_account_id, billed_cost"
+    )
+    assert [(account, provider, f"{cost:.2f}") for account, provider, cost in rows] == [
+        (FOCUS_13_ACCOUNT, "Acme Cloud", "1.00"),
+        (FOCUS_13_ACCOUNT, "Old Name", "2.00"),
+        (FOCUS_14_ACCOUNT, "Acme Cloud", "5.00"),
+        (FOCUS_14_ACCOUNT, "Acme Cloud", "6.00"),
+        (FOCUS_14_ACCOUNT, "Acme Cloud", "7.00"),
+    ]
+
+
+def test_owner_tags_under_every_accepted_key_and_prefix_place_cost_directly(native_warehouse):
+    rows = native_warehouse.sql(
+        "select billed_cost, project_id, allocation_kind from marts.fct_cost_allocation"
+        f" where billing_account_id = '{FOCUS_14_ACCOUNT}' order by billed_cost"
+    )
+    # user:project-id, project-id, and project_id before user:project_id (the keys' order)
+    assert [(f"{cost:.2f}", project, kind) for cost, project, kind in rows] == [
+        ("5.00", "llm-pretrain", "direct"),
+        ("6.00", "rag-search", "direct"),
+        ("7.00", "rag-search", "direct"),
+    ]

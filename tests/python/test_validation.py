@@ -23,12 +23,23 @@ os.environ["GX_ANALYTICS_ENABLED"] = "false"
 
 SUITES = [
     "focus_exports",
+    "bills_aws_cur",
+    "bills_azure",
+    "bills_gcp",
+    "bills_oci",
+    "bills_onprem",
     "dcgm_responses",
     "dcgm_samples",
     "kube_responses",
     "kube_samples",
     "reference_org_mapping",
 ]
+
+
+# FOCUS rules: row count, 6 required columns (the build's var gpucost_required_bill_columns.focus and
+# BillingCurrency) x exists and not null, 2 money patterns, the currency, 3 timestamps, the period
+# order, the charge category and the tags
+FOCUS_RULES = 22
 
 
 @contextlib.contextmanager
@@ -116,14 +127,17 @@ def test_generated_month_passes_every_suite(good_run):
     assert report.success, report.summary()
     assert report.failures == []
     assert [result.suite for result in report.suites] == SUITES
-    assert all(result.status == "passed" for result in report.suites), report.summary()
+    assert all(
+        result.status == ("skipped" if result.suite.startswith("bills_") else "passed")
+        for result in report.suites
+    ), report.summary()
     assert suite(report, "focus_exports").rows == summary["bill_lines"] > 0
     assert suite(report, "dcgm_samples").rows == summary["samples"] > 0
     # 4 DCGM fields x (2 clusters + the Slurm queue) x 3 days; 8 + 4 (volume) kube metrics x 2 clusters
     # x 3 days.
     assert suite(report, "dcgm_responses").files == 36
     assert suite(report, "kube_responses").files == 72
-    assert suite(report, "focus_exports").passed == 28
+    assert suite(report, "focus_exports").passed == FOCUS_RULES
     assert suite(report, "dcgm_samples").passed == 12
     assert suite(report, "kube_samples").passed == 15
 
@@ -137,11 +151,13 @@ def test_data_docs_are_written_as_local_html(good_run):
     report, _, docs, _ = good_run
     assert report.docs_index == docs / "index.html"
     index = report.docs_index.read_text(encoding="utf-8")
-    for name in SUITES:
+    ran = [result.suite for result in report.suites if not result.skipped]  # no native bills here
+    assert ran == [name for name in SUITES if not name.startswith("bills_")]
+    for name in ran:
         assert name in index
         assert (docs / "expectations" / f"{name}.html").is_file()
     pages = list((docs / "validations").rglob("*.html"))
-    assert len(pages) == len(SUITES)
+    assert len(pages) == len(ran)
     focus_page = next(page for page in pages if "focus_exports" in page.parts)
     assert "BillingCurrency is a 3-letter ISO 4217 code" in focus_page.read_text(encoding="utf-8")
     for page in [*docs.rglob("*.html"), *docs.rglob("*.css")]:
@@ -155,8 +171,8 @@ def test_real_focus_sample_passes(tmp_path):
     report = validate_landing(landing)
     assert report.success, report.summary()
     focus = suite(report, "focus_exports")
-    assert (focus.files, focus.rows, focus.passed, focus.failed) == (1, 1000, 28, 0)
-    assert [result.status for result in report.suites[1:]] == ["skipped"] * 5
+    assert (focus.files, focus.rows, focus.passed, focus.failed) == (1, 1000, FOCUS_RULES, 0)
+    assert [result.status for result in report.suites[1:]] == ["skipped"] * 10
 
 
 def test_typed_parquet_export_passes(generated_month, tmp_path):
@@ -231,7 +247,7 @@ def test_missing_billing_currency_column(generated_month, tmp_path):
     # The rules on the absent column are counted as failed but reported once, by the above.
     assert len(report.errors) == 1, report.summary()
     assert suite(report, "focus_exports").failed == 3
-    assert suite(report, "focus_exports").passed == 28 + 25
+    assert suite(report, "focus_exports").passed == FOCUS_RULES + FOCUS_RULES - 3
 
 
 def test_charge_period_ending_before_it_starts(generated_month, tmp_path):
@@ -286,7 +302,7 @@ def test_empty_billing_folder_fails_and_missing_telemetry_is_skipped(tmp_path):
     (tmp_path / "landing" / "billing" / "focus").mkdir(parents=True)
     report = validate_landing(tmp_path / "landing")
     failure = only(report, "files_present")
-    assert failure.file == "billing/focus/"
+    assert failure.file == "billing/"
     assert suite(report, "focus_exports").status == "FAILED"
     assert suite(report, "dcgm_samples").status == "skipped"
     assert suite(report, "reference_org_mapping").skipped == "no files in reference"
@@ -442,3 +458,152 @@ def test_cli_exits_0_on_the_generated_month(generated_month, capsys):
     for name in SUITES:
         assert f"{name} " in out
     assert "PASSED; 0 warning(s)" in out
+
+
+# --- the build's rules -------------------------------------------------------------------------
+
+BILLING_SAMPLES = REAL_FOCUS.parent
+
+
+def native_landing(tmp_path: Path) -> Path:
+    """The real native bill samples of ../shared/data/billing (AWS legacy CUR, Azure EA actual and
+    amortised, OCI), each in its folder, and a GCP export line and an on-prem cost item."""
+    landing = tmp_path / "landing"
+    for folder, names in {
+        "aws_cur": ["aws_legacy_cur_sample_focus_converters.csv"],
+        "azure": [
+            "azure_ea_actual_sample_focus_converters.csv",
+            "azure_ea_actualcost_small_finops_toolkit.csv",
+            "azure_ea_amortizedcost_small_finops_toolkit.csv",
+        ],
+        "oci": ["oci_cost_report_sample_focus_converters.csv"],
+    }.items():
+        (landing / "billing" / folder).mkdir(parents=True)
+        for name in names:
+            shutil.copyfile(BILLING_SAMPLES / name, landing / "billing" / folder / name)
+    (landing / "billing" / "gcp").mkdir()
+    (landing / "billing" / "gcp" / "export.jsonl").write_text(
+        json.dumps(
+            {
+                "billing_account_id": "01ABCD-234567-89EFGH",
+                "cost": 1.25,
+                "currency": "USD",
+                "invoice": {"month": "202610"},
+                "usage_start_time": "2026-10-01 00:00:00 UTC",
+                "usage_end_time": "2026-10-01 01:00:00 UTC",
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    return landing
+
+
+def test_a_landing_zone_of_native_bills_only_passes(tmp_path):
+    report = validate_landing(native_landing(tmp_path))
+    assert report.success, report.summary()
+    files = {result.suite: result.files for result in report.suites}
+    assert (files["bills_aws_cur"], files["bills_azure"], files["bills_oci"]) == (1, 3, 1)
+    assert files["bills_gcp"] == 1 and files["focus_exports"] == 0
+    assert suite(report, "bills_aws_cur").rows == len(
+        list(
+            csv.DictReader((BILLING_SAMPLES / "aws_legacy_cur_sample_focus_converters.csv").open())
+        )
+    )
+
+
+def test_required_bill_columns_are_the_build_var(tmp_path, monkeypatch):
+    """validate reads gpucost_required_bill_columns from dbt_project.yml, per folder, matching
+    names as the build binds them (any case; both AWS CUR spellings)."""
+    import yaml
+
+    project = yaml.safe_load((Path(__file__).parents[2] / "dbt_project.yml").read_text())
+    required = project["vars"]["gpucost_required_bill_columns"]
+    from gpucost.expectations import focus
+
+    assert set(required["focus"]) | {"BillingCurrency"} == set(focus.required_columns())
+
+    other = tmp_path / "project"
+    other.mkdir()
+    vars_ = {
+        "gpucost_required_bill_columns": {
+            **required,
+            "aws_cur": ["line_item_unblended_cost", "bill/PayerAccountId"],
+            "oci": ["cost/myCost", "no/SuchColumn"],
+        }
+    }
+    (other / "dbt_project.yml").write_text(yaml.safe_dump({"vars": vars_}), encoding="utf-8")
+    monkeypatch.setenv("GPUCOST_PROJECT_DIR", str(other))
+    report = validate_landing(native_landing(tmp_path))
+    failure = only(report, "expect_column_values_to_be_null", "(header)")
+    assert failure.file == "billing/oci/oci_cost_report_sample_focus_converters.csv"
+    assert failure.examples == ["missing_columns='no/SuchColumn'"]
+    assert suite(report, "bills_aws_cur").failed == 0  # lineItem/UnblendedCost is that column
+
+
+def test_lower_case_headers_date_only_periods_and_gzip_named_csv_pass(generated_month, tmp_path):
+    """What the build reads, validate accepts: headers in any case, a date-only period (midnight
+    UTC) and a gzip file whose name ends in .csv."""
+    import gzip
+
+    landing = small_landing(generated_month, tmp_path)
+    bill = focus_file(landing)
+
+    def relax(rows, columns):
+        for row in rows:
+            row["BillingPeriodStart"] = row["BillingPeriodStart"][:10]
+        renamed = [{column.lower(): value for column, value in row.items()} for row in rows]
+        return renamed, [column.lower() for column in columns]
+
+    rewrite_csv(bill, relax)
+    zipped = bill.with_name("zipped.csv")
+    zipped.write_bytes(gzip.compress(bill.read_bytes()))
+    report = validate_landing(landing)
+    assert report.success, report.summary()
+    assert suite(report, "focus_exports").files == 2
+
+
+def test_the_validator_reads_like_the_build():
+    """The rules written twice (SQL for the build, Python for validate) are the same text."""
+    from gpucost.expectations import focus
+    from gpucost.expectations._prometheus import MAX_JSON_OBJECT_BYTES
+
+    macros = Path(__file__).parents[2] / "macros"
+    types = (macros / "types_and_time.sql").read_text()
+    parse = types[types.index("macro duckdb__parse_utc_timestamp") :]
+    assert f"'{focus.OFFSET_PATTERN}'" in parse[: parse.index("endmacro")]
+    landing_sql = (macros / "landing.sql").read_text()
+    assert f"maximum_object_size = {MAX_JSON_OBJECT_BYTES}" in landing_sql
+
+
+def test_a_query_range_file_over_16_mb_is_read(generated_month, tmp_path):
+    """One query_range response of 17.9 MB (over DuckDB's 16 MB default object size) is read, as
+    the build reads it."""
+    landing = small_landing(generated_month, tmp_path, dcgm=True)
+    path = dcgm_file(landing)
+    response = json.loads(path.read_text())
+    series = response["data"]["result"][0]
+    start = int(series["values"][0][0])
+    series["values"] = [[start + second, "42.125"] for second in range(745_000)]
+    response["data"]["result"] = [series]
+    path.write_text(json.dumps(response), encoding="utf-8")
+    assert 17_000_000 < path.stat().st_size < 19_000_000
+    report = validate_landing(landing)
+    assert report.success, report.summary()
+    assert suite(report, "dcgm_samples").rows == 745_000
+
+
+def test_a_symlink_out_of_the_landing_zone_is_refused_without_its_content(
+    generated_month, tmp_path
+):
+    landing = small_landing(generated_month, tmp_path)
+    secret = tmp_path / "outside" / "secret.csv"
+    secret.parent.mkdir()
+    secret.write_text("BilledCost\nTOP-SECRET-CONTENT\n", encoding="utf-8")
+    (landing / "billing" / "focus" / "linked.csv").symlink_to(secret)
+    report = validate_landing(landing)
+    failure = only(report, "file_in_landing_zone")
+    assert failure.file == "billing/focus/linked.csv"
+    assert not report.success
+    assert "TOP-SECRET" not in report.summary()
+    assert suite(report, "focus_exports").files == 1  # the bill itself is still checked

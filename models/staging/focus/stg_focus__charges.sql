@@ -1,4 +1,4 @@
--- FOCUS 1.0 - 1.2 exports, typed by the same rules as every native billing format (typed_bill_charges).
+-- FOCUS 1.0 - 1.4 exports, typed by the same rules as every native billing format (typed_bill_charges).
 with
 
 source as (

@@ -1,7 +1,8 @@
 -- Google Cloud Billing export rows in the canonical FOCUS shape. Each export row is a cost line
 -- (`cost`, ChargeCategory from `cost_type`: regular = Usage, tax = Tax, adjustment and rounding error =
 -- Adjustment), and each entry of its nested `credits` array is a credit line of its own on the same
--- resource, project and labels, so a discount follows the cost it discounts. The invoice month
+-- resource, project and labels, so a discount follows the cost it discounts. Its tags are the
+-- project's labels (`project.labels`) and the resource's (`labels`), the resource's winning on a key. The invoice month
 -- (`invoice.month`, YYYYMM) decides the billing period, not the usage time. GPU SKUs ("Nvidia Tesla A100
 -- GPU running in Americas") are lines apart from their VM, as GCP bills them. `cost` is FLOAT64 at the
 -- source; its decimal text is taken as written.
@@ -41,6 +42,10 @@ rows_parsed as (
             else try_cast({{ gcp_field('labels') }} as json)
         end as labels,
         case
+            when json_type(row_json, '$.project.labels') = 'ARRAY' then json_extract(row_json, '$.project.labels')
+            else try_cast({{ gcp_field('project.labels') }} as json)
+        end as project_labels,
+        case
             when json_type(row_json, '$.credits') = 'ARRAY' then json_extract(row_json, '$.credits')
             else try_cast({{ gcp_field('credits') }} as json)
         end as credits,
@@ -50,16 +55,44 @@ rows_parsed as (
 
 ),
 
-with_tags as (
+label_entries as (
 
     select
         *,
-        cast(to_json(map_from_entries(list_transform(
+        list_transform(
             from_json(labels, '[{"key": "VARCHAR", "value": "VARCHAR"}]'),
             lambda label: { 'k': label.key, 'v': label.value }
-        ))) as string) as tags_json,
-        invoice_month[1:4] || '-' || invoice_month[5:6] || '-01T00:00:00Z' as billing_period_start
+        ) as resource_label_entries,
+        list_transform(
+            from_json(project_labels, '[{"key": "VARCHAR", "value": "VARCHAR"}]'),
+            lambda label: { 'k': label.key, 'v': label.value }
+        ) as project_label_entries
     from rows_parsed
+
+),
+
+with_tags as (
+
+    select
+        * exclude (resource_label_entries, project_label_entries),
+        -- the line's tags: its project's labels, then its resource's labels, which win on the same key
+        case
+            when resource_label_entries is not null or project_label_entries is not null
+                then cast(to_json(map_from_entries(list_concat(
+                        list_filter(
+                            coalesce(project_label_entries, []),
+                            lambda project_label: not list_contains(
+                                list_transform(
+                                    coalesce(resource_label_entries, []), lambda resource_label: resource_label.k
+                                ),
+                                project_label.k
+                            )
+                        ),
+                        coalesce(resource_label_entries, [])
+                    ))) as string)
+        end as tags_json,
+        invoice_month[1:4] || '-' || invoice_month[5:6] || '-01T00:00:00Z' as billing_period_start
+    from label_entries
 
 ),
 

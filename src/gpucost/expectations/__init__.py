@@ -16,6 +16,7 @@ imports it only when a validation runs, so the ``gpucost`` command stays fast.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,7 +96,79 @@ def sql_list(values: Sequence[str | Path]) -> str:
 
 
 def sources() -> list[Source]:
-    """Every source, in the order they run (bill first)."""
-    from gpucost.expectations import dcgm, focus, kube, reference
+    """Every source, in the order they run (bills first: FOCUS, then each native format)."""
+    from gpucost.expectations import dcgm, focus, kube, native, reference
 
-    return [focus.SOURCE, dcgm.SOURCE, kube.SOURCE, reference.SOURCE]
+    return [focus.SOURCE, *native.sources(), dcgm.SOURCE, kube.SOURCE, reference.SOURCE]
+
+
+REQUIRED_BILL_COLUMNS_VAR = "gpucost_required_bill_columns"
+
+
+def required_bill_columns() -> dict[str, list[str | list[str]]]:
+    """The dbt var ``gpucost_required_bill_columns`` (dbt_project.yml): the columns a landed bill
+    file must have, per folder under billing/, as the build reads them (one definition). An entry
+    is a column name, or a list of names of which one must be present. FOCUS also requires
+    BillingCurrency unless ``gpucost_default_billing_currency`` declares it, as the build does."""
+    from gpucost.safe_output import default_project_dir, project_var
+
+    project_dir = default_project_dir()
+    required = dict(project_var(project_dir, REQUIRED_BILL_COLUMNS_VAR, None) or {})
+    required = {str(key): list(value or []) for key, value in required.items()}
+    focus = required.setdefault("focus", [])
+    declared = project_var(project_dir, "gpucost_default_billing_currency", None)
+    if not declared and not any(_names(entry) == ["BillingCurrency"] for entry in focus):
+        focus.append("BillingCurrency")
+    return required
+
+
+def _names(entry: str | list[str]) -> list[str]:
+    return [entry] if isinstance(entry, str) else [str(name) for name in entry]
+
+
+def column_key(name: str) -> str:
+    """How the build matches a column name: case-insensitively (DuckDB binds names that way), and
+    for the two AWS CUR spellings alike (``lineItem/UnblendedCost`` = ``line_item_unblended_cost``):
+    lower case, letters and digits only."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def missing_columns(found: Sequence[str], required: Sequence[str | list[str]]) -> list[str]:
+    """The required entries (``a | b`` for alternatives) that ``found`` does not have."""
+    keys = {column_key(name) for name in found}
+    missing = []
+    for entry in required:
+        names = _names(entry)
+        if not any(column_key(name) in keys for name in names):
+            missing.append(" | ".join(names))
+    return missing
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip(path: Path) -> bool:
+    """True when the file's bytes are gzip, whatever its name (a gzip file named ``.csv``)."""
+    try:
+        with Path(path).open("rb") as handle:
+            return handle.read(2) == GZIP_MAGIC
+    except OSError:
+        return False
+
+
+def outside_landing(path: Path, landing: Path) -> bool:
+    """True for a symlink (or a file under a symlinked folder) whose target is outside the
+    landing zone: the build refuses it, and nothing of its content may be shown."""
+    try:
+        Path(path).resolve().relative_to(Path(landing).resolve())
+    except ValueError:
+        return True
+    return False
+
+
+def short_error(error: BaseException) -> str:
+    """A reader error's first line only: DuckDB's CSV errors quote the offending line on the lines
+    after it, and a landed file's content is never printed."""
+    text = (str(error).strip().splitlines() or [""])[0]
+    text = re.split(r"(?i)\b(original line|line content|input)\s*:", text)[0]
+    return text.strip()[:300]

@@ -33,6 +33,11 @@ NUMBER_PATTERN = r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 EPOCH_2015 = 1_420_070_400  # 2015-01-01T00:00:00Z
 EPOCH_2100 = 4_102_444_800  # 2100-01-01T00:00:00Z
 
+# The largest JSON object (one query_range response) read, as the build reads it
+# (maximum_object_size in macros/landing.sql; DuckDB's default, 16 MB, refuses a day of 1-minute
+# DCGM).
+MAX_JSON_OBJECT_BYTES = 268_435_456
+
 # The JSON read like read_prometheus_series reads it (values as text, labels as a map).
 RESULT_TYPE = 'struct(metric map(varchar, varchar), "values" varchar[][])[]'
 RESPONSE_COLUMNS = {
@@ -115,7 +120,7 @@ def _read_responses(con: duckdb.DuckDBPyConnection, files: list[Path], table: st
             f"select filename, status, errorType as error_type, error, "
             f"data.resultType as result_type, data.result as result "
             f"from read_json({sql_list(paths)}, format = 'auto', filename = true, "
-            f"columns = {{{columns}}})"
+            f"maximum_object_size = {MAX_JSON_OBJECT_BYTES}, columns = {{{columns}}})"
         )
 
     problems: list[tuple] = []

@@ -15,11 +15,23 @@ import great_expectations as gx
 import great_expectations.expectations as gxe
 import pandas as pd
 
-from gpucost.expectations import Batch, FileProblem, Loaded, Source, relative, sql_string
+from gpucost.expectations import (
+    Batch,
+    FileProblem,
+    Loaded,
+    Source,
+    is_gzip,
+    relative,
+    short_error,
+    sql_string,
+)
 
 SUITE = "focus_exports"
 
-REQUIRED_COLUMNS = (
+# The FOCUS columns the suite reads. Which of them a file must have is the build's rule, the dbt var
+# gpucost_required_bill_columns.focus (plus BillingCurrency unless a default currency is declared);
+# the others are added as null when a file lacks them (FOCUS 1.4 has no ProviderName).
+READ_COLUMNS = (
     "BilledCost",
     "EffectiveCost",
     "BillingCurrency",
@@ -28,12 +40,12 @@ REQUIRED_COLUMNS = (
     "ChargePeriodEnd",
     "ChargeCategory",
     "ProviderName",
+    "ServiceProviderName",
     "BillingAccountId",
+    "Tags",
 )
 MONEY_COLUMNS = ("BilledCost", "EffectiveCost")
 TIMESTAMP_COLUMNS = ("BillingPeriodStart", "ChargePeriodStart", "ChargePeriodEnd")
-# Optional columns the suite reads: added as null when a file lacks them.
-OPTIONAL_COLUMNS = ("Tags",)
 CHARGE_CATEGORIES = ("Usage", "Purchase", "Tax", "Credit", "Adjustment")
 
 # A decimal number as DuckDB's DECIMAL cast accepts it (staging trims first): optional sign,
@@ -43,18 +55,29 @@ DECIMAL_PATTERN = r"^\s*[+-]?(?:[0-9]{1,20}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0
 CURRENCY_PATTERN = r"^[A-Z]{3}$"
 
 
-def parse_utc_timestamp_sql(column: str) -> str:
-    """DuckDB expression: the UTC timestamp of a FOCUS timestamp text, or null.
+# The offset pattern of duckdb__parse_utc_timestamp (macros/types_and_time.sql), character for
+# character (a test reads the macro): text that ends in Z, +hh, +hhmm or +hh:mm is cast as it is (so
+# a date-only 2026-10-01 is read as midnight, as the build reads it), anything else as UTC.
+OFFSET_PATTERN = "(Z|[+-][0-9]{2}(:?[0-9]{2})?)$"
 
-    The same rule as duckdb__parse_utc_timestamp in macros/types_and_time.sql: ISO 8601
-    with T or a space, an optional fraction, and Z / +hh:mm / +hhmm or nothing
-    (then UTC)."""
+
+def parse_utc_timestamp_sql(column: str) -> str:
+    """DuckDB expression: the UTC timestamp of a FOCUS timestamp text, or null, by the build's rule
+    (duckdb__parse_utc_timestamp in macros/types_and_time.sql)."""
     text = f'trim("{column}")'
     return (
         "cast(try_cast(case "
-        f"when regexp_matches({text}, '(Z|[+-][0-9]{{2}}:?[0-9]{{2}})$') then {text} "
+        f"when regexp_matches({text}, '{OFFSET_PATTERN}') then {text} "
         f"else {text} || 'Z' end as timestamptz) at time zone 'UTC' as timestamp)"
     )
+
+
+def required_columns() -> list[str]:
+    """The columns every FOCUS file must have, as the build requires them (one name each; an
+    entry of alternatives is shown as ``a | b`` by the loader and checked there)."""
+    from gpucost.expectations import required_bill_columns
+
+    return [entry for entry in required_bill_columns().get("focus", []) if isinstance(entry, str)]
 
 
 def build_suite() -> gx.ExpectationSuite:
@@ -65,7 +88,7 @@ def build_suite() -> gx.ExpectationSuite:
             description="The export has at least one bill line.",
         )
     ]
-    for column in REQUIRED_COLUMNS:
+    for column in required_columns():
         expectations.append(
             gxe.ExpectColumnToExist(
                 column=column, description=f"Required FOCUS column {column} is present."
@@ -131,23 +154,40 @@ def build_suite() -> gx.ExpectationSuite:
     return gx.ExpectationSuite(
         name=SUITE,
         expectations=expectations,
-        meta={"notes": "FOCUS 1.0-1.2 exports as the warehouse reads them (macros/landing.sql)."},
+        meta={"notes": "FOCUS 1.0-1.4 exports as the warehouse reads them (macros/landing.sql)."},
     )
 
 
 def _read_file(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyRelation:
+    """The file as text columns, named as the spec spells them whatever their case (DuckDB binds
+    names case-insensitively: the build reads ``billedcost`` as BilledCost); gzip by its bytes."""
     name = path.name.lower()
     if name.endswith(".parquet"):
-        return con.sql(
+        rel = con.sql(
             "select columns(* exclude (file_row_number))::varchar, "
             "file_row_number + 1 as source_row_number "
             f"from read_parquet({sql_string(path)}, file_row_number = true)"
         )
-    return con.sql(
-        "select *, row_number() over () as source_row_number "
-        f"from read_csv({sql_string(path)}, header = true, all_varchar = true, "
-        "nullstr = ['', 'NULL'])"
+    else:
+        compression = ", compression = 'gzip'" if is_gzip(path) else ""
+        rel = con.sql(
+            "select *, row_number() over () as source_row_number "
+            f"from read_csv({sql_string(path)}, header = true, all_varchar = true, "
+            f"nullstr = ['', 'NULL']{compression})"
+        )
+    spelled = {column.lower(): column for column in (*READ_COLUMNS, *required_columns())}
+    if all(spelled.get(column.lower(), column) == column for column in rel.columns):
+        return rel
+    return rel.project(
+        ", ".join(
+            f"{_quote(column)} as {_quote(spelled.get(column.lower(), column))}"
+            for column in rel.columns
+        )
     )
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _with_derived(con: duckdb.DuckDBPyConnection, rel: duckdb.DuckDBPyRelation) -> pd.DataFrame:
@@ -164,8 +204,9 @@ def _with_derived(con: duckdb.DuckDBPyConnection, rel: duckdb.DuckDBPyRelation) 
         else:
             derived.append(f'cast(null as timestamp) as "{column}__utc"')
             derived.append(f'cast(null as varchar) as "{column}__unparsed"')
-    for column in OPTIONAL_COLUMNS:
-        if column not in columns:
+    required = set(required_columns())
+    for column in READ_COLUMNS:
+        if column not in columns and column not in required:
             derived.append(f'cast(null as varchar) as "{column}"')
     con.register("focus_file", rel)
     try:
@@ -188,7 +229,9 @@ def load(
             header = tuple(column for column in rel.columns if column != "source_row_number")
             frame = _with_derived(con, rel)
         except duckdb.Error as error:
-            loaded.problems.append(FileProblem(name, f"cannot be read as FOCUS: {error}"))
+            loaded.problems.append(
+                FileProblem(name, f"cannot be read as FOCUS: {short_error(error)}")
+            )
             continue
         frame.insert(0, "source_file", name)
         groups.setdefault(tuple(sorted(header)), []).append((name, frame))
@@ -211,7 +254,7 @@ SOURCE = Source(
     title="FOCUS billing exports",
     folder="billing/focus",
     patterns=("billing/focus/**/*.csv", "billing/focus/**/*.csv.gz", "billing/focus/**/*.parquet"),
-    required=True,
+    required=False,
     suites=lambda: [build_suite()],
     load=load,
 )
