@@ -75,3 +75,53 @@
     from {{ ref('base_kube__series') }}
     where sample_count > 0
 {%- endmacro %}
+
+{#- True when a text matches any of the regular expressions in a list var (e.g. gpucost_dcgm_exporter_patterns). -#}
+{% macro matches_any(text, patterns) -%}
+    ({%- for pattern in patterns -%}
+        coalesce({{ regexp_search() }}({{ text }}, '{{ pattern | replace("'", "''") }}'), false)
+        {{- " or " if not loop.last }}
+    {%- else -%}false{%- endfor -%})
+{%- endmacro %}
+
+{#- A workload label of a GPU series as real exporters and scrapers write it (name: pod, namespace, container
+    or pod_uid). Under the Prometheus Operator's default honorLabels: false, the workload's labels are renamed
+    exported_<name> and <name> names the scrape target (the exporter's own pod): when any exported_pod /
+    exported_namespace / exported_container label is present, the exported_* labels are the workload's.
+    Without them, the labels name a workload unless they name the exporter itself: a pod or container
+    matching var gpucost_dcgm_exporter_patterns (dcgm-exporter's own pod, which holds no GPU). -#}
+{% macro prom_workload_label(name) -%}
+    case
+        when {{ prom_label('exported_pod') }} is not null
+            or {{ prom_label('exported_namespace') }} is not null
+            or {{ prom_label('exported_container') }} is not null
+            then {{ prom_label('exported_' ~ name) }}
+        when {{ matches_any(prom_label('pod'), var('gpucost_dcgm_exporter_patterns')) }}
+            or {{ matches_any(prom_label('container'), var('gpucost_dcgm_exporter_patterns')) }}
+            then null
+        else {{ prom_label(name) }}
+    end
+{%- endmacro %}
+
+{#- A Hostname label that is a container id (dcgm-exporter run in Docker reports its container's hostname:
+    12 or 64 hexadecimal digits), not a node name. -#}
+{% macro is_container_id(text) -%}
+    coalesce({{ regexp_search() }}({{ text }}, '^[0-9a-f]{12}([0-9a-f]{52})?$'), false)
+{%- endmacro %}
+
+{#- The node a GPU series is about: its Hostname (hostname) label, else kubernetes_node / node; a Hostname
+    that is a container id is replaced by those node labels, else by the host of the `instance` label (the
+    scrape address, host:port). Null when nothing names the node. -#}
+{% macro prom_node_name() -%}
+    {%- set hostname = 'coalesce(' ~ prom_label('Hostname') ~ ', ' ~ prom_label('hostname') ~ ')' -%}
+    case
+        when {{ hostname }} is not null and not {{ is_container_id(hostname) }} then {{ hostname }}
+        when {{ hostname }} is not null
+            then coalesce(
+                {{ prom_label('kubernetes_node') }},
+                {{ prom_label('node') }},
+                nullif(regexp_replace({{ prom_label('instance') }}, ':[0-9]+$', ''), '')
+            )
+        else coalesce({{ prom_label('kubernetes_node') }}, {{ prom_label('node') }})
+    end
+{%- endmacro %}
