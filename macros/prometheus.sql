@@ -95,7 +95,10 @@
         when {{ prom_label('exported_pod') }} is not null
             or {{ prom_label('exported_namespace') }} is not null
             or {{ prom_label('exported_container') }} is not null
-            then {{ prom_label('exported_' ~ name) }}
+            {# a plain pod_uid beside them is the exporter's (the workload's uid): Prometheus's Kubernetes
+               discovery gives a target no pod_uid label unless relabelled, which would rename it exported_pod_uid #}
+            then {{ prom_label('exported_' ~ name) if name != 'pod_uid'
+                else 'coalesce(' ~ prom_label('exported_pod_uid') ~ ', ' ~ prom_label('pod_uid') ~ ')' }}
         when {{ matches_any(prom_label('pod'), var('gpucost_dcgm_exporter_patterns')) }}
             or {{ matches_any(prom_label('container'), var('gpucost_dcgm_exporter_patterns')) }}
             then null
@@ -124,4 +127,47 @@
             )
         else coalesce({{ prom_label('kubernetes_node') }}, {{ prom_label('node') }})
     end
+{%- endmacro %}
+
+{#- The UTC day starts (epoch seconds) a period [start, end) touches, as a list. -#}
+{% macro epoch_day_starts(start_epoch, end_epoch) -%}
+    {{ return(adapter.dispatch('epoch_day_starts', 'gpucost')(start_epoch, end_epoch)) }}
+{%- endmacro %}
+
+{% macro default__epoch_day_starts(start_epoch, end_epoch) -%}
+    range(
+        cast(floor({{ start_epoch }} / 86400) * 86400 as bigint),
+        cast(greatest({{ end_epoch }}, {{ start_epoch }} + 1) as bigint),
+        cast(86400 as bigint)
+    )
+{%- endmacro %}
+
+{% macro spark__epoch_day_starts(start_epoch, end_epoch) -%}
+    sequence(
+        cast(floor({{ start_epoch }} / 86400) * 86400 as bigint),
+        cast(greatest({{ end_epoch }}, {{ start_epoch }} + 1) - 1 as bigint),
+        cast(86400 as bigint)
+    )
+{%- endmacro %}
+
+{#- A build warning when kube_pod_labels series were landed but none carries a label_* key: kube-state-metrics v2
+    exports no pod label unless started with --metric-labels-allowlist, and without them no pod has an owner
+    label (team / project / user go to attribution or unallocated). Called by stg_kube__pod_labels. -#}
+{% macro warn_kube_pod_labels_without_allowlist() -%}
+    {%- if execute and flags.WHICH in ('build', 'run') -%}
+        {%- set result = run_query(
+            "select cluster_id, count(*) from " ~ ref('base_kube__series')
+            ~ " where metric_name = 'kube_pod_labels' and sample_count > 0 group by 1 having count(*) filter (where "
+            ~ list_size(list_where('map_keys(labels)', 'label_key', "substr(label_key, 1, 6) = 'label_'"))
+            ~ " > 0) = 0 order by 1"
+        ) -%}
+        {%- for row in result.rows -%}
+            {%- do exceptions.warn(
+                "kube_pod_labels of cluster " ~ row[0] ~ " has " ~ row[1] ~ " series and none carries a label_*"
+                ~ " key: kube-state-metrics exports no pod label unless started with"
+                ~ " --metric-labels-allowlist=pods=[team-id,project-id,user-id] (Helm value"
+                ~ " kube-state-metrics.metricLabelsAllowlist), so no pod there has an owner label."
+            ) -%}
+        {%- endfor -%}
+    {%- endif -%}
 {%- endmacro %}
