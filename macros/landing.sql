@@ -455,7 +455,7 @@
 
 {#- SQL: true when the file name is an exposition text / OpenMetrics file (prometheus_file_format 'text'). -#}
 {% macro prometheus_text_file_sql(filename) -%}
-    regexp_matches(lower({{ filename }}), '\.(prom|txt|om)(\.gz)?$')
+    {{ regexp_search() }}(lower({{ filename }}), '[.](prom|txt|om)([.]gz)?$')
 {%- endmacro %}
 
 {#- The response type above as from_json's JSON structure. -#}

@@ -104,8 +104,9 @@ series_checked as (
             when is_file_without_series then file_quarantine_reason
             when gpu_uuid is null then 'GPU series without a UUID label'
             when node_name is null and hostname_label is not null
-                then 'Hostname ' || hostname_label || ' is a container id (dcgm-exporter in Docker) and no'
-                || ' node / kubernetes_node / instance label names the node'
+                then
+                    'Hostname ' || hostname_label || ' is a container id (dcgm-exporter in Docker) and no'
+                    || ' node / kubernetes_node / instance label names the node'
             when node_name is null then 'GPU series with no node (no Hostname / hostname label)'
         end as series_quarantine_reason,
         {{ list_map('coalesce(samples, ' ~ array_of([]) ~ ')', 'sample', struct_of([
