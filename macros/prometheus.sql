@@ -171,3 +171,45 @@
         {%- endfor -%}
     {%- endif -%}
 {%- endmacro %}
+
+{#- A kube-state-metrics series' labels with exported_pod / exported_namespace / exported_container, when present
+    and non-empty, in place of pod / namespace / container: scraped with honorLabels: false, those are the
+    series' own labels and pod / namespace / container name kube-state-metrics' pod (the scrape target). -#}
+{% macro prom_labels_honouring_exported(labels) -%}
+    {{ return(adapter.dispatch('prom_labels_honouring_exported', 'gpucost')(labels)) }}
+{%- endmacro %}
+
+{% macro default__prom_labels_honouring_exported(labels) -%}
+    case
+        when
+            nullif({{ labels }}['exported_pod'], '') is not null
+            or nullif({{ labels }}['exported_namespace'], '') is not null
+            or nullif({{ labels }}['exported_container'], '') is not null
+            then map_concat({{ labels }}, map_from_entries(list_filter([
+                {%- for name in ['pod', 'namespace', 'container'] %}
+                {'key': '{{ name }}', 'value': nullif({{ labels }}['exported_{{ name }}'], '')}{{ "," if not loop.last }}
+                {%- endfor %}
+            ], lambda entry: entry.value is not null)))
+        else {{ labels }}
+    end
+{%- endmacro %}
+
+{% macro spark__prom_labels_honouring_exported(labels) -%}
+    case
+        when
+            nullif({{ labels }}['exported_pod'], '') is not null
+            or nullif({{ labels }}['exported_namespace'], '') is not null
+            or nullif({{ labels }}['exported_container'], '') is not null
+            then map_concat(
+                map_filter({{ labels }}, (k, v) -> not (
+                    k in ('pod', 'namespace', 'container') and nullif({{ labels }}['exported_' || k], '') is not null
+                )),
+                map_filter(map(
+                    'pod', nullif({{ labels }}['exported_pod'], ''),
+                    'namespace', nullif({{ labels }}['exported_namespace'], ''),
+                    'container', nullif({{ labels }}['exported_container'], '')
+                ), (k, v) -> v is not null)
+            )
+        else {{ labels }}
+    end
+{%- endmacro %}

@@ -56,6 +56,17 @@ OPERATOR_LABELS = {
     "exported_container": "trainer",
     "pod_uid": "6c1f3f5e-0b8e-4c7c-9d55-0a7e7d1f2b11",
 }
+KSM_OPERATOR_LABELS = {
+    "__name__": "kube_pod_info",
+    "namespace": "monitoring",
+    "pod": "kube-state-metrics-6d9f7",
+    "container": "kube-state-metrics",
+    "job": "kube-state-metrics",
+    "exported_namespace": "team-nlp",
+    "exported_pod": "train-llm-0",
+    "uid": OPERATOR_LABELS["pod_uid"],
+    "node": "ip-10-0-5-5.ec2.internal",
+}
 DOCKER_OPENMETRICS = (
     "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
     'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-docker-1",Hostname="3f4e5d6c7b8a",'
@@ -161,6 +172,19 @@ def _land(root: Path) -> tuple[Path, dict]:
                             "values": [[1790000000, "55"], [1790000060, "56"]],
                         }
                     ],
+                },
+            }
+        )
+    )
+    # kube-state-metrics scraped the same way: its series' own pod / namespace are exported_*
+    (landing / "metrics" / "kube" / "operator").mkdir(parents=True)
+    (landing / "metrics" / "kube" / "operator" / "kube_pod_info.json").write_text(
+        json.dumps(
+            {
+                "status": "success",
+                "data": {
+                    "resultType": "matrix",
+                    "result": [{"metric": KSM_OPERATOR_LABELS, "values": [[1789990000, "1"]]}],
                 },
             }
         )
@@ -309,6 +333,23 @@ def test_exported_labels_win_and_pod_uid_names_the_incarnation(built):
         " where cluster_id = 'operator'"
     )[0]
     assert workloads == [f"operator/team-nlp/train-llm-0/{uid}"]
+
+
+def test_kube_state_metrics_exported_labels_name_the_pod(built):
+    warehouse, _ = built
+    rows = warehouse.sql(
+        "select workload_id, namespace, pod, node_name from staging.stg_kube__pods"
+        " where cluster_id = 'operator'"
+    )
+    uid = OPERATOR_LABELS["pod_uid"]
+    assert rows == [
+        (
+            f"operator/team-nlp/train-llm-0/{uid}",
+            "team-nlp",
+            "train-llm-0",
+            "ip-10-0-5-5.ec2.internal",
+        )
+    ]
 
 
 def test_a_container_id_hostname_is_matched_through_instance_or_quarantined(built):

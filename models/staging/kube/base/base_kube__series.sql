@@ -46,7 +46,8 @@ labelled as (
         source_file_modified_at,
         {{ prom_label('__name__') }} as metric_name,
         {{ prom_cluster('metrics/kube') }} as cluster_id,
-        labels,
+        -- exported_pod / exported_namespace / exported_container (honorLabels: false) are the series' own
+        {{ prom_labels_honouring_exported('labels') }} as labels,
         labels is null as is_file_without_series,
         file_quarantine_reason,
         {{ list_map('coalesce(samples, ' ~ array_of([]) ~ ')', 'sample', struct_of([
