@@ -78,18 +78,36 @@
 {%- endmacro %}
 
 {% macro default__read_slurm_sacct(relative_dir) -%}
-    {%- set files = distinct_content_files(landing_files(relative_dir ~ '/**/*')) -%}
+    {%- set landed = landing_files(relative_dir ~ '/**/*') -%}
+    {#- a file that is not text (compressed, binary) is quarantined here, not an error of distinct_content_files -#}
+    {%- set not_text = [] -%}
+    {%- if landed -%}
+        {%- set result = run_query(
+            "select filename from read_blob(" ~ sql_string_list(landed)
+            ~ ") where size > 0 and try(decode(content)) is null order by 1"
+        ) -%}
+        {%- set not_text = result.columns[0].values() | list -%}
+    {%- endif -%}
+    {%- set files = distinct_content_files(landed | reject('in', not_text) | list) -%}
     {%- set noheader_fields = var('gpucost_slurm_sacct_fields') | map('lower') | list -%}
-    {%- if files %}
+    {%- if files or not_text %}
     with
 
     files as (
 
         select
+            cast(null as string) as filename,
+            cast(null as string) as content,
+            cast(null as boolean) as is_json
+        where false
+        {%- if files %}
+        union all
+        select
             filename,
             replace(content, chr(13), '') as content,
             left(ltrim(content, ' ' || chr(9) || chr(10) || chr(13)), 1) = chr(123) as is_json  -- `{`
         from read_text({{ sql_string_list(files) }})
+        {%- endif %}
 
     ),
 
@@ -199,6 +217,16 @@
             file_quarantine_reason
         from json_files
         where file_quarantine_reason is not null
+        {%- for file in not_text %}
+        union all
+        select
+            '{{ file | replace("'", "''") }}',
+            null,
+            null,
+            null,
+            null,
+            'not UTF-8 text (a compressed or binary file?): land sacct output as plain text'
+        {%- endfor %}
 
     )
 

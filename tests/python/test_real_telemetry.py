@@ -137,6 +137,7 @@ BAD_FILES = {
     "metrics/dcgm/bad/truncated.json.gz": "not a readable file: incomplete gzip stream",
     "metrics/kube/gpu-east/empty/kube_pod_info.json": "empty file (0 bytes)",
     "scheduler/slurm/west/sacct-truncated.json": "unparseable sacct --json file",
+    "scheduler/slurm/west/sacct-2026-10-01.txt.gz": "not UTF-8 text",
 }
 
 
@@ -210,6 +211,7 @@ def _land(root: Path) -> tuple[Path, dict]:
         "metrics/dcgm/bad/truncated.json.gz": gzip.compress(real_vector)[:200],
         "metrics/kube/gpu-east/empty/kube_pod_info.json": b"",
         "scheduler/slurm/west/sacct-truncated.json": json.dumps(SACCT_JSON).encode()[:500],
+        "scheduler/slurm/west/sacct-2026-10-01.txt.gz": gzip.compress(XDMOD.read_bytes()[:2000]),
     }
     for relative, content in bad.items():
         path = landing / relative
