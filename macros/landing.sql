@@ -237,26 +237,27 @@
 {% macro prometheus_json_file_reasons(files) -%}
     {%- set reasons = {} -%}
     {%- for batch in files | batch(16) -%}
+        {#- the JSON types of the response's parts in one parse (json_type with a list of paths) -#}
         {%- set result = run_query(
             "select filename, case"
             ~ " when size = 0 then 'empty file (0 bytes)'"
             ~ " when body is null then 'not UTF-8 text'"
-            ~ " when not json_valid(body) then 'unparseable JSON (truncated, or not JSON)'"
-            ~ " when json_type(body) <> 'OBJECT'"
-            ~ " then 'not a Prometheus API response (a JSON ' || lower(json_type(body)) || ')'"
-            ~ " when coalesce(json_type(body, '$.data'), 'OBJECT') not in ('OBJECT', 'NULL')"
-            ~ " or coalesce(json_type(body, '$.data.result'), 'ARRAY') not in ('ARRAY', 'NULL')"
+            ~ " when types is null then 'unparseable JSON (truncated, or not JSON)'"
+            ~ " when types[1] <> 'OBJECT' then 'not a Prometheus API response (a JSON ' || lower(types[1]) || ')'"
+            ~ " when coalesce(types[2], 'OBJECT') not in ('OBJECT', 'NULL')"
+            ~ " or coalesce(types[3], 'ARRAY') not in ('ARRAY', 'NULL')"
             ~ " then 'not a Prometheus API response (data.result is not a list)'"
-            ~ " when json_type(body, '$.data.result') = 'ARRAY'"
-            ~ " and coalesce(json_extract_string(body, '$.data.resultType'), '') not in ('matrix', 'vector')"
-            ~ " then 'unsupported resultType ' || coalesce(json_extract_string(body, '$.data.resultType'), 'missing')"
+            ~ " when types[3] = 'ARRAY'"
+            ~ " and coalesce(json_extract_string(body, ['$.data.resultType'])[1], '') not in ('matrix', 'vector')"
+            ~ " then 'unsupported resultType ' || coalesce(json_extract_string(body, ['$.data.resultType'])[1], 'missing')"
             ~ " || ' (expected matrix or vector)'"
-            ~ " when json_type(body, '$.data.result') = 'ARRAY' and not list_bool_and(list_transform("
-            ~ "json_type(body, '$.data.result[*]'), lambda t: t = 'OBJECT'))"
+            ~ " when types[3] = 'ARRAY' and coalesce(types[4], 'OBJECT') <> 'OBJECT'"
             ~ " then 'not a Prometheus API response (data.result holds something other than series)'"
             ~ " end as reason"
+            ~ " from (select filename, size, body,"
+            ~ " try(json_type(body, ['$', '$.data', '$.data.result', '$.data.result[0]'])) as types"
             ~ " from (select filename, size, try(decode(content)) as body from read_blob("
-            ~ sql_string_list(batch) ~ ")) where reason is not null"
+            ~ sql_string_list(batch) ~ "))) where reason is not null"
         ) -%}
         {%- for row in result.rows -%}{%- do reasons.update({row[0]: row[1]}) -%}{%- endfor -%}
     {%- endfor -%}
