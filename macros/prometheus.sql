@@ -154,9 +154,11 @@
     exports no pod label unless started with --metric-labels-allowlist, and without them no pod has an owner
     label (team / project / user go to attribution or unallocated). Called by stg_kube__pod_labels. -#}
 {% macro warn_kube_pod_labels_without_allowlist() -%}
-    {%- if execute and flags.WHICH in ('build', 'run') -%}
+    {%- set series = ref('base_kube__series') -%}
+    {%- if execute and flags.WHICH in ('build', 'run')
+        and adapter.get_relation(database=series.database, schema=series.schema, identifier=series.identifier) -%}
         {%- set result = run_query(
-            "select cluster_id, count(*) from " ~ ref('base_kube__series')
+            "select cluster_id, count(*) from " ~ series
             ~ " where metric_name = 'kube_pod_labels' and sample_count > 0 group by 1 having count(*) filter (where "
             ~ list_size(list_where('map_keys(labels)', 'label_key', "substr(label_key, 1, 6) = 'label_'"))
             ~ " > 0) = 0 order by 1"
