@@ -167,8 +167,26 @@
     {{ return(['HostProviderName', 'ServiceProviderName']) }}
 {%- endmacro %}
 
-{#- Prometheus /api/v1/query_range responses (resultType matrix) under a landing folder, read file by file
-    into incremental tables (base_dcgm__series, base_kube__series). -#}
+{#- Telemetry files under a landing folder (metrics/dcgm, metrics/kube), read file by file into incremental
+    tables (base_dcgm__series, base_kube__series). Every landed file is one of:
+    - a Prometheus HTTP API response, `.json` or `.json.gz`: /api/v1/query_range (resultType matrix) or
+      /api/v1/query (resultType vector: one sample per series, at its time);
+    - exposition text or OpenMetrics, `.prom`, `.txt`, `.om` (optionally `.gz`): what `curl :9400/metrics` or
+      `promtool tsdb dump-openmetrics` prints, parsed by prometheus-client (gpucost.prom_text, registered in
+      DuckDB by gpucost.duckdb_plugin); a sample without a timestamp takes the file's time (a UTC time in the
+      file name, else its modification time);
+    - anything else, or a file of the above that yields no sample: one row with the reason
+      (file_quarantine_reason), which rpt_quarantine lists. No landed file is skipped without a row. -#}
+
+{#- The telemetry file types by name: json, json_gz, text (exposition / OpenMetrics, plain or gzip), none. -#}
+{% macro prometheus_file_format(filename) -%}
+    {%- set name = filename | lower -%}
+    {%- if name.endswith('.json') -%}{{ return('json') }}
+    {%- elif name.endswith('.json.gz') -%}{{ return('json_gz') }}
+    {%- elif name.endswith(('.prom', '.txt', '.om', '.prom.gz', '.txt.gz', '.om.gz')) -%}{{ return('text') }}
+    {%- else -%}{{ return(none) }}
+    {%- endif -%}
+{%- endmacro %}
 
 {#- The landed Prometheus files an incremental table still has to read: on a full build every file; on an
     incremental run the files not loaded yet and the files re-delivered since (size or modification time
@@ -179,7 +197,7 @@
 {%- endmacro %}
 
 {% macro default__prometheus_files_to_load(relative_dir) -%}
-    {%- set files = landing_files(relative_dir ~ '/**/*.json') + landing_files(relative_dir ~ '/**/*.json.gz') -%}
+    {%- set files = landing_files(relative_dir ~ '/**/*') -%}
     {%- if not files or not is_incremental() -%}{{ return(files) }}{%- endif -%}
     {%- set result = run_query(
         "select landed.filename from read_blob(" ~ sql_string_list(files) ~ ") as landed"
@@ -203,11 +221,7 @@
     {%- set pattern = landing_path(relative_dir) | replace("'", "''") -%}
     {%- set unlanded -%}
         source_file_size is not null
-        and source_file not in (
-            select file from glob('{{ pattern }}/**/*.json')
-            union all
-            select file from glob('{{ pattern }}/**/*.json.gz')
-        )
+        and source_file not in (select file from glob('{{ pattern }}/**/*'))
     {%- endset -%}
     insert into {{ this }} by name
     select
@@ -223,16 +237,81 @@
     delete from {{ this }} where {{ unlanded }}
 {%- endmacro %}
 
-{#- One row per series of each given query_range file: the file (with its size and modification time),
-    the series' labels as a map and its samples as [unix time, value text] pairs, as Prometheus wrote them.
-    A file without a usable series (status not success, resultType not matrix, no result) still gives one
-    row with null labels, so an incremental table knows it has been read. -#}
+{#- Why each plain `.json` file cannot be handed to read_json, found before the model's SQL runs (a file
+    read_json cannot parse would stop the build): {filename: reason}. Read in batches so that only a few
+    files' bytes are held at once. -#}
+{% macro prometheus_json_file_reasons(files) -%}
+    {%- set reasons = {} -%}
+    {%- for batch in files | batch(16) -%}
+        {#- the JSON types of the response's parts in one parse (json_type with a list of paths) -#}
+        {%- set result = run_query(
+            "select filename, case"
+            ~ " when size = 0 then 'empty file (0 bytes)'"
+            ~ " when body is null then 'not UTF-8 text'"
+            ~ " when types is null then 'unparseable JSON (truncated, or not JSON)'"
+            ~ " when types[1] <> 'OBJECT' then 'not a Prometheus API response (a JSON ' || lower(types[1]) || ')'"
+            ~ " when coalesce(types[2], 'OBJECT') not in ('OBJECT', 'NULL')"
+            ~ " or coalesce(types[3], 'ARRAY') not in ('ARRAY', 'NULL')"
+            ~ " then 'not a Prometheus API response (data.result is not a list)'"
+            ~ " when types[3] = 'ARRAY'"
+            ~ " and coalesce(json_extract_string(body, ['$.data.resultType'])[1], '') not in ('matrix', 'vector')"
+            ~ " then 'unsupported resultType ' || coalesce(json_extract_string(body, ['$.data.resultType'])[1], 'missing')"
+            ~ " || ' (expected matrix or vector)'"
+            ~ " when types[3] = 'ARRAY' and coalesce(types[4], 'OBJECT') <> 'OBJECT'"
+            ~ " then 'not a Prometheus API response (data.result holds something other than series)'"
+            ~ " end as reason"
+            ~ " from (select filename, size, body,"
+            ~ " try(json_type(body, ['$', '$.data', '$.data.result', '$.data.result[0]'])) as types"
+            ~ " from (select filename, size, try(decode(content)) as body from read_blob("
+            ~ sql_string_list(batch) ~ "))) where reason is not null"
+        ) -%}
+        {%- for row in result.rows -%}{%- do reasons.update({row[0]: row[1]}) -%}{%- endfor -%}
+    {%- endfor -%}
+    {{ return(reasons) }}
+{%- endmacro %}
+
+{#- The file-level reason a telemetry file yields no sample, from its response (status, resultType, result). -#}
+{% macro prometheus_response_reason(status, error_type, error, result_type, result) -%}
+    case
+        when {{ status }} is distinct from 'success'
+            then 'Prometheus response status ' || coalesce({{ status }}, 'missing')
+            || coalesce(' (' || coalesce({{ error_type }}, 'error') || ': ' || {{ error }} || ')', '')
+        when {{ result_type }} is null or {{ result_type }} not in ('matrix', 'vector')
+            then 'unsupported resultType ' || coalesce({{ result_type }}, 'missing') || ' (expected matrix or vector)'
+        when {{ result }} is null or {{ list_size(result) }} = 0 then 'no series in the response'
+    end
+{%- endmacro %}
+
+{#- One row per series of each given telemetry file: the file (with its size and modification time), the
+    series' labels as a map and its samples as [unix time, value text] pairs, and a null
+    file_quarantine_reason. A file that yields no series gives one row with null labels and the reason. -#}
 {% macro read_prometheus_series(files) -%}
     {{ return(adapter.dispatch('read_prometheus_series', 'gpucost')(files)) }}
 {%- endmacro %}
 
 {% macro default__read_prometheus_series(files) -%}
     {%- if files %}
+    {%- set json_files = [] -%}
+    {%- set content_files = [] -%}
+    {%- set unknown_files = [] -%}
+    {%- for file in files -%}
+        {%- set kind = prometheus_file_format(file) -%}
+        {%- if kind == 'json' -%}{%- do json_files.append(file) -%}
+        {%- elif kind in ('json_gz', 'text') -%}{%- do content_files.append(file) -%}
+        {%- else -%}{%- do unknown_files.append(file) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set json_reasons = prometheus_json_file_reasons(json_files) -%}
+    {%- set readable_json = json_files | reject('in', json_reasons) | list -%}
+    {%- set response_type -%}
+        struct(
+            status string, "errorType" string, error string, gpucost_reason string,
+            data struct(
+                "resultType" string,
+                result struct(metric map(string, string), "values" string[][], value string[])[]
+            )
+        )
+    {%- endset %}
     with
 
     landed as (
@@ -248,12 +327,21 @@
     responses as (
 
         select
+            cast(null as string) as filename,
+            cast(null as {{ response_type }}) as response,
+            cast(null as string) as file_reason
+        where false
+        {%- if readable_json %}
+        union all
+        select
             filename,
-            status,
-            data.resultType as result_type,
-            data.result as result
+            cast({
+                'status': status, 'errorType': "errorType", 'error': error,
+                'gpucost_reason': cast(null as string), 'data': data
+            } as {{ response_type }}) as response,
+            cast(null as string) as file_reason
         from read_json(
-            {{ sql_string_list(files) }},
+            {{ sql_string_list(readable_json) }},
             format = 'auto',
             filename = true,
             -- one query_range response is one JSON object: a day of 1-minute DCGM for a 64-node
@@ -261,9 +349,80 @@
             maximum_object_size = 268435456,
             columns = {
                 status: 'string',
-                data: 'struct(resultType string, result struct(metric map(string, string), "values" string[][])[])'
+                "errorType": 'string',
+                error: 'string',
+                data: 'struct("resultType" string, result struct(metric map(string, string), "values" string[][], value string[])[])'
             }
         )
+        {%- endif %}
+        {%- if content_files %}
+        union all
+        select
+            filename,
+            try(from_json(response_text, '{{ prometheus_response_json_structure() }}')) as response,
+            case
+                when size > 0 and body is null
+                    then 'not a readable file: '
+                    || case when lower(filename) like '%.gz' then 'incomplete gzip stream, or' else '' end
+                    || ' not UTF-8 text'
+                when size > 0 and response_text is null then 'unparseable JSON (truncated, or not JSON)'
+            end as file_reason
+        from (
+            select
+                filename,
+                size,
+                body,
+                case
+                    when {{ prometheus_text_file_sql('filename') }}
+                        then gpucost_prometheus_text(body, filename, epoch(last_modified))
+                    when json_valid(body) and json_type(body) = 'OBJECT' then body
+                end as response_text
+            from (
+                select
+                    filename,
+                    size,
+                    last_modified,
+                    case
+                        when lower(filename) like '%.gz' then gpucost_gunzip(content)
+                        else try(decode(content))
+                    end as body
+                from read_blob({{ sql_string_list(content_files) }})
+            ) as decoded
+        ) as converted
+        {%- endif %}
+        {%- for file in json_reasons %}
+        union all
+        select '{{ file | replace("'", "''") }}', null, '{{ json_reasons[file] | replace("'", "''") }}'
+        {%- endfor %}
+        {%- for file in unknown_files %}
+        union all
+        select
+            '{{ file | replace("'", "''") }}',
+            null,
+            'unknown telemetry file type (expected .json, .json.gz, .prom, .txt or .om)'
+        {%- endfor %}
+
+    ),
+
+    checked as (
+
+        select
+            landed.filename,
+            landed.source_file_size,
+            landed.source_file_modified_at,
+            responses.response.data."resultType" as result_type,
+            responses.response.data.result as result,
+            case
+                when landed.source_file_size = 0 then 'empty file (0 bytes)'
+                when responses.file_reason is not null then responses.file_reason
+                when responses.response.gpucost_reason is not null then responses.response.gpucost_reason
+                else {{ prometheus_response_reason(
+                    'responses.response.status', 'responses.response."errorType"', 'responses.response.error',
+                    'responses.response.data."resultType"', 'responses.response.data.result'
+                ) }}
+            end as file_quarantine_reason
+        from landed
+        left join responses on landed.filename = responses.filename
 
     ),
 
@@ -271,33 +430,44 @@
 
         select
             filename,
-            unnest(
-                case
-                    when status = 'success' and result_type = 'matrix' and len(result) > 0 then result
-                    else [null]
-                end
-            ) as series
-        from responses
+            source_file_size,
+            source_file_modified_at,
+            result_type,
+            file_quarantine_reason,
+            unnest(case when file_quarantine_reason is null then result else [null] end) as series
+        from checked
 
     )
 
     select
-        landed.filename,
-        landed.source_file_size,
-        landed.source_file_modified_at,
-        series.series.metric as labels,
-        series.series."values" as samples
+        filename,
+        source_file_size,
+        source_file_modified_at,
+        series.metric as labels,
+        -- an instant query's vector holds one sample per series
+        case when result_type = 'vector' then [series.value] else series."values" end as samples,
+        file_quarantine_reason
     from series
-    inner join landed on series.filename = landed.filename
     {%- else %}
     select
         cast(null as varchar) as filename,
         cast(null as bigint) as source_file_size,
         cast(null as timestamp) as source_file_modified_at,
         cast(null as map(varchar, varchar)) as labels,
-        cast(null as varchar[][]) as samples
+        cast(null as varchar[][]) as samples,
+        cast(null as varchar) as file_quarantine_reason
     where false
     {%- endif %}
+{%- endmacro %}
+
+{#- SQL: true when the file name is an exposition text / OpenMetrics file (prometheus_file_format 'text'). -#}
+{% macro prometheus_text_file_sql(filename) -%}
+    {{ regexp_search() }}(lower({{ filename }}), '[.](prom|txt|om)([.]gz)?$')
+{%- endmacro %}
+
+{#- The response type above as from_json's JSON structure. -#}
+{% macro prometheus_response_json_structure() -%}
+    {"status":"VARCHAR","errorType":"VARCHAR","error":"VARCHAR","gpucost_reason":"VARCHAR","data":{"resultType":"VARCHAR","result":[{"metric":"MAP(VARCHAR, VARCHAR)","values":[["VARCHAR"]],"value":["VARCHAR"]}]}}
 {%- endmacro %}
 
 {#- An optional reference CSV: its rows, or none, with the given text columns. -#}

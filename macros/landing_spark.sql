@@ -155,7 +155,7 @@
 {#- On spark the telemetry staging tables are rebuilt from every landed file on each run (incremental over
     files needs delete+insert, which is DuckDB's; merge needs Delta): every file is to load, none is removed. -#}
 {% macro spark__prometheus_files_to_load(relative_dir) -%}
-    {{ return(landing_files(relative_dir ~ '/**/*.json') + landing_files(relative_dir ~ '/**/*.json.gz')) }}
+    {{ return(landing_files(relative_dir ~ '/**/*')) }}
 {%- endmacro %}
 
 {% macro spark__remove_unlanded_prometheus_files(relative_dir) -%}
@@ -177,20 +177,26 @@
     {{ return(first[:common.depth] | join('/')) }}
 {%- endmacro %}
 
-{#- One row per series of each given query_range file, as default__read_prometheus_series: the file with
-    its size and modification time (Spark's _metadata), the labels as a map, the samples as [time, value]
-    text pairs; a file without a usable series gives one row with null labels. The files are read with an
-    explicit schema (a sample's time is a JSON number, read as text like DuckDB's), one response per file. -#}
+{#- One row per series of each given telemetry file, as default__read_prometheus_series: the file with its size
+    and modification time (Spark's _metadata), the labels as a map, the samples as [time, value] text pairs
+    (an instant query's vector: its one sample), and a file_quarantine_reason on the one row of a file that
+    yields no series. JSON responses (.json, .json.gz) are read with an explicit schema, one response per
+    file; a response Spark cannot parse comes back as nulls. Exposition text / OpenMetrics files are parsed
+    by prometheus-client on the duckdb target only: here they are quarantined with that reason. -#}
 {% macro spark__read_prometheus_series(files) -%}
     {%- if files %}
+    {%- set json_files = [] -%}
+    {%- for file in files if prometheus_file_format(file) in ('json', 'json_gz') -%}{%- do json_files.append(file) -%}{%- endfor -%}
+    {%- if json_files %}
     {%- set name = 'landing_' ~ local_md5(files | join('|')) -%}
     {%- do run_query(
         "create or replace temporary view " ~ name
-        ~ " (status string, data struct<resultType: string, result: array<struct<metric: map<string, string>,"
-        ~ " `values`: array<array<string>>>>>)"
-        ~ " using json options (path '" ~ common_dir(files) | replace("'", "\\'") ~ "', recursiveFileLookup 'true',"
+        ~ " (status string, errorType string, error string, data struct<resultType: string,"
+        ~ " result: array<struct<metric: map<string, string>, `values`: array<array<string>>, value: array<string>>>>)"
+        ~ " using json options (path '" ~ common_dir(json_files) | replace("'", "\\'") ~ "', recursiveFileLookup 'true',"
         ~ " pathGlobFilter '*.{json,json.gz}', multiLine 'true')"
     ) -%}
+    {%- endif %}
     with
 
     landed as (
@@ -205,12 +211,52 @@
 
     responses as (
 
+        {%- if json_files %}
         select
             regexp_replace(input_file_name(), '^file:(//)?', '') as filename,
-            case
-                when status = 'success' and data.resultType = 'matrix' and size(data.result) > 0 then data.result
-            end as result
+            status,
+            errorType as error_type,
+            error,
+            data.resultType as result_type,
+            data.result as result
         from {{ name }}
+        {%- else %}
+        select
+            cast(null as string) as filename,
+            cast(null as string) as status,
+            cast(null as string) as error_type,
+            cast(null as string) as error,
+            cast(null as string) as result_type,
+            cast(null as array<struct<metric: map<string, string>, `values`: array<array<string>>, value: array<string>>>)
+                as result
+        where false
+        {%- endif %}
+
+    ),
+
+    checked as (
+
+        select
+            landed.filename,
+            landed.source_file_size,
+            landed.source_file_modified_at,
+            responses.result_type,
+            responses.result,
+            case
+                when landed.source_file_size = 0 then 'empty file (0 bytes)'
+                when {{ prometheus_text_file_sql('landed.filename') }}
+                    then 'exposition text / OpenMetrics is read on the duckdb target only (docs/telemetry-inputs.md)'
+                when not {{ regexp_search() }}(lower(landed.filename), '[.]json([.]gz)?$')
+                    then 'unknown telemetry file type (expected .json, .json.gz, .prom, .txt or .om)'
+                when responses.status is null and responses.result is null
+                    then 'unparseable JSON (truncated, or not JSON)'
+                else {{ prometheus_response_reason(
+                    'responses.status', 'responses.error_type', 'responses.error',
+                    'responses.result_type', 'responses.result'
+                ) }}
+            end as file_quarantine_reason
+        from landed
+        left join responses on landed.filename = responses.filename
 
     ),
 
@@ -218,26 +264,31 @@
 
         select
             filename,
-            explode_outer(result) as series
-        from responses
+            source_file_size,
+            source_file_modified_at,
+            result_type,
+            file_quarantine_reason,
+            explode_outer(case when file_quarantine_reason is null then result end) as series
+        from checked
 
     )
 
     select
-        landed.filename,
-        landed.source_file_size,
-        landed.source_file_modified_at,
-        series.series.metric as labels,
-        series.series.`values` as samples
+        filename,
+        source_file_size,
+        source_file_modified_at,
+        series.metric as labels,
+        case when result_type = 'vector' then array(series.value) else series.`values` end as samples,
+        file_quarantine_reason
     from series
-    inner join landed on series.filename = landed.filename
     {%- else %}
     select
         cast(null as string) as filename,
         cast(null as bigint) as source_file_size,
         cast(null as timestamp) as source_file_modified_at,
         cast(null as map<string, string>) as labels,
-        cast(null as array<array<string>>) as samples
+        cast(null as array<array<string>>) as samples,
+        cast(null as string) as file_quarantine_reason
     where false
     {%- endif %}
 {%- endmacro %}
@@ -282,9 +333,12 @@
 {%- endmacro %}
 
 {#- Slurm sacct dumps (as default__read_slurm_sacct): each bytes-distinct file read whole as text, split into
-    lines (line numbers from 1), every line after the first under the first line's header. -#}
+    lines (line numbers from 1); a first line of field names is the header, else every line is a record under
+    var gpucost_slurm_sacct_fields (a --noheader dump). `sacct --json` files are read on the duckdb target
+    only: here each is one quarantined row with that reason. -#}
 {% macro spark__read_slurm_sacct(relative_dir) -%}
     {%- set files = distinct_content_files(landing_files(relative_dir ~ '/**/*')) -%}
+    {%- set noheader_fields = var('gpucost_slurm_sacct_fields') | map('lower') | list -%}
     {%- if files %}
     {%- set name = 'landing_' ~ local_md5(files | join('|')) -%}
     {%- do run_query(
@@ -297,7 +351,8 @@
 
         select
             regexp_replace(input_file_name(), '^file:(//)?', '') as filename,
-            split(replace(value, chr(13), ''), chr(10), -1) as lines
+            split(replace(value, chr(13), ''), chr(10), -1) as lines,
+            left(ltrim(value), 1) = chr(123) as is_json
         from {{ name }}
 
     ),
@@ -308,7 +363,7 @@
             filename,
             posexplode(lines) as (line_index, line)
         from files
-        where filename in (
+        where not is_json and filename in (
             {%- for file in files %}'{{ file }}'{{ ", " if not loop.last }}{% endfor -%}
         )
 
@@ -318,28 +373,59 @@
 
         select
             filename,
-            transform(split(line, '[|]', -1), h -> lower(trim(h))) as header
+            forall(split(line, '[|]', -1), field -> trim(field) rlike '^[A-Za-z][A-Za-z0-9_]*$') as is_header,
+            case
+                when forall(split(line, '[|]', -1), field -> trim(field) rlike '^[A-Za-z][A-Za-z0-9_]*$')
+                    then transform(split(line, '[|]', -1), h -> lower(trim(h)))
+                else array({%- for field in noheader_fields %}'{{ field }}'{{ ", " if not loop.last }}{% endfor -%})
+            end as header
         from numbered
         where line_index = 0
 
+    ),
+
+    text_lines as (
+
+        select
+            numbered.filename,
+            cast(numbered.line_index + 1 as bigint) as source_row_number,
+            headers.header,
+            split(numbered.line, '[|]', -1) as fields,
+            numbered.line,
+            cast(null as string) as file_quarantine_reason
+        from numbered
+        inner join headers on numbered.filename = headers.filename
+        where (numbered.line_index > 0 or not headers.is_header) and trim(numbered.line) <> ''
+
+    ),
+
+    json_files as (
+
+        select
+            filename,
+            cast(null as bigint) as source_row_number,
+            cast(null as array<string>) as header,
+            cast(null as array<string>) as fields,
+            cast(null as string) as line,
+            'sacct --json is read on the duckdb target only (docs/telemetry-inputs.md)' as file_quarantine_reason
+        from files
+        where is_json and filename in (
+            {%- for file in files %}'{{ file }}'{{ ", " if not loop.last }}{% endfor -%}
+        )
+
     )
 
-    select
-        numbered.filename,
-        cast(numbered.line_index + 1 as bigint) as source_row_number,
-        headers.header,
-        split(numbered.line, '[|]', -1) as fields,
-        numbered.line
-    from numbered
-    inner join headers on numbered.filename = headers.filename
-    where numbered.line_index > 0 and trim(numbered.line) <> ''
+    select * from text_lines
+    union all
+    select * from json_files
     {%- else %}
     select
         cast(null as string) as filename,
         cast(null as bigint) as source_row_number,
         cast(null as array<string>) as header,
         cast(null as array<string>) as fields,
-        cast(null as string) as line
+        cast(null as string) as line,
+        cast(null as string) as file_quarantine_reason
     where false
     {%- endif %}
 {%- endmacro %}

@@ -81,3 +81,143 @@
     from {{ ref('base_kube__series') }}
     where sample_count > 0
 {%- endmacro %}
+
+{#- True when a text matches any of the regular expressions in a list var (e.g. gpucost_dcgm_exporter_patterns). -#}
+{% macro matches_any(text, patterns) -%}
+    ({%- for pattern in patterns -%}
+        coalesce({{ regexp_search() }}({{ text }}, '{{ pattern | replace("'", "''") }}'), false)
+        {{- " or " if not loop.last }}
+    {%- else -%}false{%- endfor -%})
+{%- endmacro %}
+
+{#- A workload label of a GPU series as real exporters and scrapers write it (name: pod, namespace, container
+    or pod_uid). Under the Prometheus Operator's default honorLabels: false, the workload's labels are renamed
+    exported_<name> and <name> names the scrape target (the exporter's own pod): when any exported_pod /
+    exported_namespace / exported_container label is present, the exported_* labels are the workload's.
+    Without them, the labels name a workload unless they name the exporter itself: a pod or container
+    matching var gpucost_dcgm_exporter_patterns (dcgm-exporter's own pod, which holds no GPU). -#}
+{% macro prom_workload_label(name) -%}
+    case
+        when {{ prom_label('exported_pod') }} is not null
+            or {{ prom_label('exported_namespace') }} is not null
+            or {{ prom_label('exported_container') }} is not null
+            {# a plain pod_uid beside them is the exporter's (the workload's uid): Prometheus's Kubernetes
+               discovery gives a target no pod_uid label unless relabelled, which would rename it exported_pod_uid #}
+            then {{ prom_label('exported_' ~ name) if name != 'pod_uid'
+                else 'coalesce(' ~ prom_label('exported_pod_uid') ~ ', ' ~ prom_label('pod_uid') ~ ')' }}
+        when {{ matches_any(prom_label('pod'), var('gpucost_dcgm_exporter_patterns')) }}
+            or {{ matches_any(prom_label('container'), var('gpucost_dcgm_exporter_patterns')) }}
+            then null
+        else {{ prom_label(name) }}
+    end
+{%- endmacro %}
+
+{#- A Hostname label that is a container id (dcgm-exporter run in Docker reports its container's hostname:
+    12 or 64 hexadecimal digits), not a node name. -#}
+{% macro is_container_id(text) -%}
+    coalesce({{ regexp_search() }}({{ text }}, '^[0-9a-f]{12}([0-9a-f]{52})?$'), false)
+{%- endmacro %}
+
+{#- The node a GPU series is about: its Hostname (hostname) label, else kubernetes_node / node; a Hostname
+    that is a container id is replaced by those node labels, else by the host of the `instance` label (the
+    scrape address, host:port). Null when nothing names the node. -#}
+{% macro prom_node_name() -%}
+    {%- set hostname = 'coalesce(' ~ prom_label('Hostname') ~ ', ' ~ prom_label('hostname') ~ ')' -%}
+    case
+        when {{ hostname }} is not null and not {{ is_container_id(hostname) }} then {{ hostname }}
+        when {{ hostname }} is not null
+            then coalesce(
+                {{ prom_label('kubernetes_node') }},
+                {{ prom_label('node') }},
+                nullif(regexp_replace({{ prom_label('instance') }}, ':[0-9]+$', ''), '')
+            )
+        else coalesce({{ prom_label('kubernetes_node') }}, {{ prom_label('node') }})
+    end
+{%- endmacro %}
+
+{#- The UTC day starts (epoch seconds) a period [start, end) touches, as a list. -#}
+{% macro epoch_day_starts(start_epoch, end_epoch) -%}
+    {{ return(adapter.dispatch('epoch_day_starts', 'gpucost')(start_epoch, end_epoch)) }}
+{%- endmacro %}
+
+{% macro default__epoch_day_starts(start_epoch, end_epoch) -%}
+    range(
+        cast(floor({{ start_epoch }} / 86400) * 86400 as bigint),
+        cast(greatest({{ end_epoch }}, {{ start_epoch }} + 1) as bigint),
+        cast(86400 as bigint)
+    )
+{%- endmacro %}
+
+{% macro spark__epoch_day_starts(start_epoch, end_epoch) -%}
+    sequence(
+        cast(floor({{ start_epoch }} / 86400) * 86400 as bigint),
+        cast(greatest({{ end_epoch }}, {{ start_epoch }} + 1) - 1 as bigint),
+        cast(86400 as bigint)
+    )
+{%- endmacro %}
+
+{#- A build warning when kube_pod_labels series were landed but none carries a label_* key: kube-state-metrics v2
+    exports no pod label unless started with --metric-labels-allowlist, and without them no pod has an owner
+    label (team / project / user go to attribution or unallocated). Called by stg_kube__pod_labels. -#}
+{% macro warn_kube_pod_labels_without_allowlist() -%}
+    {%- set series = ref('base_kube__series') -%}
+    {%- if execute and flags.WHICH in ('build', 'run')
+        and adapter.get_relation(database=series.database, schema=series.schema, identifier=series.identifier) -%}
+        {%- set result = run_query(
+            "select cluster_id, count(*) from " ~ series
+            ~ " where metric_name = 'kube_pod_labels' and sample_count > 0 group by 1 having count(*) filter (where "
+            ~ list_size(list_where('map_keys(labels)', 'label_key', "substr(label_key, 1, 6) = 'label_'"))
+            ~ " > 0) = 0 order by 1"
+        ) -%}
+        {%- for row in result.rows -%}
+            {%- do exceptions.warn(
+                "kube_pod_labels of cluster " ~ row[0] ~ " has " ~ row[1] ~ " series and none carries a label_*"
+                ~ " key: kube-state-metrics exports no pod label unless started with"
+                ~ " --metric-labels-allowlist=pods=[team-id,project-id,user-id] (Helm value"
+                ~ " kube-state-metrics.metricLabelsAllowlist), so no pod there has an owner label."
+            ) -%}
+        {%- endfor -%}
+    {%- endif -%}
+{%- endmacro %}
+
+{#- A kube-state-metrics series' labels with exported_pod / exported_namespace / exported_container, when present
+    and non-empty, in place of pod / namespace / container: scraped with honorLabels: false, those are the
+    series' own labels and pod / namespace / container name kube-state-metrics' pod (the scrape target). -#}
+{% macro prom_labels_honouring_exported(labels) -%}
+    {{ return(adapter.dispatch('prom_labels_honouring_exported', 'gpucost')(labels)) }}
+{%- endmacro %}
+
+{% macro default__prom_labels_honouring_exported(labels) -%}
+    case
+        when
+            nullif({{ labels }}['exported_pod'], '') is not null
+            or nullif({{ labels }}['exported_namespace'], '') is not null
+            or nullif({{ labels }}['exported_container'], '') is not null
+            then map_concat({{ labels }}, map_from_entries(list_filter([
+                {%- for name in ['pod', 'namespace', 'container'] %}
+                {'key': '{{ name }}', 'value': nullif({{ labels }}['exported_{{ name }}'], '')}{{ "," if not loop.last }}
+                {%- endfor %}
+            ], lambda entry: entry.value is not null)))
+        else {{ labels }}
+    end
+{%- endmacro %}
+
+{% macro spark__prom_labels_honouring_exported(labels) -%}
+    case
+        when
+            nullif({{ labels }}['exported_pod'], '') is not null
+            or nullif({{ labels }}['exported_namespace'], '') is not null
+            or nullif({{ labels }}['exported_container'], '') is not null
+            then map_concat(
+                map_filter({{ labels }}, (k, v) -> not (
+                    k in ('pod', 'namespace', 'container') and nullif({{ labels }}['exported_' || k], '') is not null
+                )),
+                map_filter(map(
+                    'pod', nullif({{ labels }}['exported_pod'], ''),
+                    'namespace', nullif({{ labels }}['exported_namespace'], ''),
+                    'container', nullif({{ labels }}['exported_container'], '')
+                ), (k, v) -> v is not null)
+            )
+        else {{ labels }}
+    end
+{%- endmacro %}

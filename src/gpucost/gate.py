@@ -105,6 +105,75 @@ def evaluate(
     return result
 
 
+# -- Telemetry checks (issue 19 item 2, issue 24 item 4): telemetry lost without moving a cent of
+# the bill's total still moves money between teams, so the gate fails on it by default.
+TELEMETRY_FILES_SQL = """
+select source_kind, source_file, quarantine_reason
+from marts.rpt_quarantine
+where source_kind in ('metrics/dcgm', 'metrics/kube', 'scheduler/slurm') and metric_name = '(file)'
+order by 1, 2
+"""
+
+TELEMETRY_GAPS_SQL = """
+select cluster_id, node_name, cast(gap_date as varchar), uncounted_seconds
+from marts.rpt_telemetry_gaps
+where gap_reason = 'billed_node_day_without_telemetry'
+order by 3, 1, 2
+"""
+
+
+def evaluate_telemetry(
+    quarantined_files: list[tuple[Any, ...]],
+    billed_days_without_telemetry: list[tuple[Any, ...]],
+    allow_telemetry_loss: bool = False,
+) -> GateResult:
+    """Judge lost telemetry (pure): landed telemetry / Slurm files that yielded nothing (rows
+    of TELEMETRY_FILES_SQL) and node-days billed without any telemetry (rows of
+    TELEMETRY_GAPS_SQL). Each is a failure unless ``allow_telemetry_loss``, when they are only
+    reported."""
+    result = GateResult()
+    result.report.append("")
+    result.report.append(
+        f"Telemetry: {len(quarantined_files)} landed file(s) yielded nothing,"
+        f" {len(billed_days_without_telemetry)} billed node-day(s) without telemetry"
+        + (" (allowed)" if allow_telemetry_loss else "")
+    )
+    for kind, source_file, reason in quarantined_files[:20]:
+        result.report.append(f"  {kind:<15} {source_file}: {reason}")
+    for cluster, node, day, seconds in billed_days_without_telemetry[:20]:
+        result.report.append(f"  {day} {cluster}/{node}: billed {seconds} s, no telemetry")
+    if allow_telemetry_loss:
+        return result
+    if quarantined_files:
+        result.failures.append(
+            f"{len(quarantined_files)} landed telemetry file(s) yielded no samples (see"
+            " marts.rpt_quarantine; --allow-telemetry-loss or var"
+            " gpucost_gate_allow_telemetry_loss: true to accept)"
+        )
+    if billed_days_without_telemetry:
+        result.failures.append(
+            f"{len(billed_days_without_telemetry)} billed node-day(s) have no telemetry: their GPU"
+            " cost reaches no workload (see marts.rpt_telemetry_gaps; --allow-telemetry-loss or var"
+            " gpucost_gate_allow_telemetry_loss: true to accept)"
+        )
+    return result
+
+
+def telemetry_gate(warehouse: Path, project_dir: Path, allow_flag: bool) -> GateResult:
+    """The telemetry checks on a built warehouse: allowed by the flag or by the project's var
+    gpucost_gate_allow_telemetry_loss (dbt_project.yml)."""
+    import duckdb
+    import yaml
+
+    project = yaml.safe_load((project_dir / "dbt_project.yml").read_text(encoding="utf-8")) or {}
+    project_vars = project.get("vars") or {}
+    allowed = allow_flag or bool(project_vars.get("gpucost_gate_allow_telemetry_loss"))
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        files = con.sql(TELEMETRY_FILES_SQL).fetchall()
+        gaps = con.sql(TELEMETRY_GAPS_SQL).fetchall()
+    return evaluate_telemetry(files, gaps, allow_telemetry_loss=allowed)
+
+
 def read_rows(warehouse: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     import duckdb
 
@@ -149,6 +218,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
         max_quarantined_lines=args.max_quarantined_lines,
         max_quarantined_amount=Decimal(args.max_quarantined_amount),
     )
+    telemetry = telemetry_gate(warehouse, project_dir, args.allow_telemetry_loss)
+    result.report += telemetry.report
+    result.failures += telemetry.failures
     print("\n".join(result.report))
     if result.failures:
         print("\nGATE FAILED:", file=sys.stderr)
@@ -178,5 +250,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--skip-validation", action="store_true", help="skip the Great Expectations checkpoint"
+    )
+    parser.add_argument(
+        "--allow-telemetry-loss",
+        action="store_true",
+        help="report, but do not fail on, telemetry files that yielded nothing and billed node-days"
+        " without telemetry (also var gpucost_gate_allow_telemetry_loss)",
     )
     parser.set_defaults(func=cmd_gate)

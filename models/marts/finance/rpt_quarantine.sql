@@ -1,5 +1,6 @@
 -- Everything that could not be used, and why: bill lines one by one (with their money when it parses),
--- telemetry samples grouped by file, metric and reason. Nothing is dropped without a row here.
+-- telemetry samples grouped by file, metric and reason (a telemetry file that yields no sample is one row with
+-- its reason), Slurm records one by one. Nothing is dropped without a row here.
 -- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
 -- noqa: disable=RF03
 with
@@ -25,8 +26,14 @@ onprem_items as (
 
 ),
 
-kube_series as (
+slurm_records as (
 
+    select * from {{ ref('stg_slurm__job_records') }}
+    where quarantine_reason is not null
+
+),
+
+kube_series as (
     select * from {{ ref('base_kube__series') }}
     where {{ list_size('quarantined_samples') }} > 0
 
@@ -77,7 +84,8 @@ dcgm as (
         'metrics/dcgm' as source_kind,
         source_file,
         cast(null as bigint) as source_row_number,
-        metric_name,
+        -- a file that yields no series: '(file)'
+        coalesce(metric_name, '(file)') as metric_name,
         quarantine_reason,
         count(*) as record_count,
         min(coalesce(sample_value_raw, '<null>')) as example_value,
@@ -96,7 +104,7 @@ kube as (
         'metrics/kube' as source_kind,
         source_file,
         cast(null as bigint) as source_row_number,
-        metric_name,
+        coalesce(metric_name, '(file)') as metric_name,
         quarantine_reason,
         count(*) as record_count,
         min(coalesce(sample_value, '<null>')) as example_value,
@@ -127,6 +135,25 @@ onprem as (
 
 ),
 
+slurm as (
+
+    -- sacct records that cannot be read (one row each), and sacct files that cannot be read at all
+    select
+        'scheduler/slurm' as source_kind,
+        source_file,
+        source_row_number,
+        case when source_row_number is null then '(file)' end as metric_name,
+        quarantine_reason,
+        cast(1 as bigint) as record_count,
+        coalesce(substr(raw_line, 1, 200), '<file>') as example_value,
+        cast(null as {{ money_type() }}) as billed_cost,
+        cast(null as {{ money_type() }}) as effective_cost,
+        cast(null as string) as billing_currency,
+        cast(null as date) as billing_period_start
+    from slurm_records
+
+),
+
 unioned as (
 
     select * from bill_lines
@@ -136,6 +163,8 @@ unioned as (
     select * from dcgm
     union all
     select * from kube
+    union all
+    select * from slurm
 
 ),
 

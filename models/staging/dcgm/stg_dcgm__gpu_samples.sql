@@ -22,6 +22,7 @@ series as (
         namespace,
         pod,
         container,
+        pod_uid,
         gpu_instance_id,
         gpu_instance_profile,
         hpc_job,
@@ -30,7 +31,7 @@ series as (
         sample_values,
         dense_rank() over (
             order by
-                cluster_id, node_name, gpu_uuid, gpu_index, gpu_model, namespace, pod, container,
+                cluster_id, node_name, gpu_uuid, gpu_index, gpu_model, namespace, pod, container, pod_uid,
                 gpu_instance_id, gpu_instance_profile, hpc_job
         ) as series_group_id,
         -- a number for the GPU slot (GPU, or MIG instance of it) on its node, for the per-sample windows
@@ -52,6 +53,7 @@ series_groups as (
         namespace,
         pod,
         container,
+        pod_uid,
         gpu_instance_id,
         gpu_instance_profile,
         hpc_job
@@ -88,7 +90,10 @@ pivoted as (
 final as (
 
     select
-        {{ workload_id('series_groups.cluster_id', 'series_groups.namespace', 'series_groups.pod') }} as pod_key,
+        -- the pod's key; with a pod_uid label, the incarnation itself (the kube workload_id: no matching by time)
+        {{ workload_id(
+            'series_groups.cluster_id', 'series_groups.namespace', 'series_groups.pod', 'series_groups.pod_uid'
+        ) }} as pod_key,
         series_groups.cluster_id,
         series_groups.node_name,
         series_groups.gpu_uuid,

@@ -1,4 +1,6 @@
--- One row per pod (name and uid): its ownership labels (label keys are dbt vars), as last seen.
+-- One row per pod (name and uid): its ownership labels (label keys are dbt vars), as last seen. The build warns
+-- when kube_pod_labels carries no label_* key (kube-state-metrics without --metric-labels-allowlist).
+{%- do warn_kube_pod_labels_without_allowlist() %}
 with
 
 source as (

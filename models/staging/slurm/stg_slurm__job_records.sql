@@ -18,6 +18,7 @@ fields as (
         filename as source_file,
         source_row_number,
         line as raw_line,
+        file_quarantine_reason,
         {{ list_size('fields') }} as field_count,
         {{ list_size('header') }} as header_count,
         {{ sacct_field('JobID') }} as job_id_text,
@@ -107,8 +108,12 @@ final as (
 
     select
         -- ids
+        -- (a record without a JobID, or a file that could not be read, is keyed by its file row)
         coalesce(cluster_field, nullif(cluster_folder, ''), 'default') || '/'
-        || regexp_replace(job_id_text, '\..*$', '') as allocation_id,
+        || coalesce(
+            regexp_replace(job_id_text, '\..*$', ''),
+            'unreadable-' || {{ dbt.hash('source_file') }} || '-' || coalesce(cast(source_row_number as string), '0')
+        ) as allocation_id,
         coalesce(cluster_field, nullif(cluster_folder, ''), 'default') as cluster_id,
         job_id_text,
         job_id_raw,
@@ -153,6 +158,7 @@ final as (
 
         -- why this record cannot be used (null when it can)
         case
+            when file_quarantine_reason is not null then file_quarantine_reason
             when field_count <> header_count
                 then 'field_count_mismatch: ' || field_count || ' fields under a header of ' || header_count
             when job_id_text is null then 'missing JobID'

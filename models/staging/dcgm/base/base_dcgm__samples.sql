@@ -4,8 +4,8 @@ with
 
 series as (
 
+    -- a file without series has no valid sample; its quarantined_samples hold the file's reason
     select * from {{ ref('base_dcgm__series') }}
-    where not is_file_without_series
 
 ),
 

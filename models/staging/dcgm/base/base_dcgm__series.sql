@@ -7,18 +7,24 @@
     post_hook="{{ remove_unlanded_prometheus_files('metrics/dcgm') }}",
 ) }}
 
--- DCGM exporter series scraped into Prometheus, landed as query_range JSON: one row per file and series,
+-- DCGM exporter series scraped into Prometheus, landed as query_range / instant-query JSON, exposition text or
+-- OpenMetrics (read_prometheus_series): one row per file and series,
 -- the labels parsed once per series, the samples as typed lists. Incremental over files: a run reads only
 -- the files not loaded yet or re-delivered since (prometheus_files_to_load); a file gone from the landing
 -- zone leaves only a tombstone row (post-hook). `--full-refresh` reads everything again.
 -- Valid samples are in sampled_epochs / sample_values; the others, each with the reason, in
--- quarantined_samples (rpt_quarantine lists them).
+-- quarantined_samples (rpt_quarantine lists them). A file that yields no series keeps one row
+-- (is_file_without_series) whose quarantined_samples hold the file's reason.
+-- Labels as real exporters write them: exported_pod / exported_namespace / exported_container win over the
+-- scrape target's pod / namespace / container, the exporter's own pod is no workload, pod_uid names the
+-- incarnation, a Hostname that is a container id gives way to the node / instance labels
+-- (macros/prometheus.sql).
 -- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
 -- noqa: disable=RF03
 {%- set series_columns -%}
     source_file, source_file_size, source_file_modified_at, metric_name, cluster_id, node_name, gpu_uuid, gpu_index,
-        gpu_model, namespace, pod, container, gpu_instance_id, gpu_instance_profile, hpc_job, is_file_without_series,
-        series_quarantine_reason
+        gpu_model, namespace, pod, container, pod_uid, gpu_instance_id, gpu_instance_profile, hpc_job,
+        is_file_without_series, series_quarantine_reason
 {%- endset %}
 {%- set dcgm_sample_check -%}
     case
@@ -53,24 +59,22 @@ labelled as (
         source_file_modified_at,
         {{ prom_label('__name__') }} as metric_name,
         {{ prom_cluster('metrics/dcgm') }} as cluster_id,
-        coalesce(
-            {{ prom_label('Hostname') }},
-            {{ prom_label('hostname') }},
-            {{ prom_label('kubernetes_node') }},
-            {{ prom_label('node') }}
-        ) as node_name,
+        {{ prom_node_name() }} as node_name,
+        coalesce({{ prom_label('Hostname') }}, {{ prom_label('hostname') }}) as hostname_label,
         {{ prom_label('UUID') }} as gpu_uuid,
         {{ prom_label('gpu') }} as gpu_index,
         {{ prom_label('modelName') }} as gpu_model,
-        {{ prom_label('namespace') }} as namespace,
-        {{ prom_label('pod') }} as pod,
-        {{ prom_label('container') }} as container,
+        {{ prom_workload_label('namespace') }} as namespace,
+        {{ prom_workload_label('pod') }} as pod,
+        {{ prom_workload_label('container') }} as container,
+        {{ prom_workload_label('pod_uid') }} as pod_uid,
         -- MIG: the GPU instance a series is about (dcgm-exporter labels GPU_I_ID / GPU_I_PROFILE)
         {{ prom_label('GPU_I_ID') }} as gpu_instance_id,
         {{ prom_label('GPU_I_PROFILE') }} as gpu_instance_profile,
         -- HPC: the Slurm job id dcgm-exporter's --hpc-job-mapping-dir attaches to a GPU
         {{ prom_label('hpc_job') }} as hpc_job,
         labels is null as is_file_without_series,
+        file_quarantine_reason,
         samples
     from source
 
@@ -91,12 +95,18 @@ series_checked as (
         namespace,
         pod,
         container,
+        pod_uid,
         gpu_instance_id,
         gpu_instance_profile,
         hpc_job,
         is_file_without_series,
         case
+            when is_file_without_series then file_quarantine_reason
             when gpu_uuid is null then 'GPU series without a UUID label'
+            when node_name is null and hostname_label is not null
+                then
+                    'Hostname ' || hostname_label || ' is a container id (dcgm-exporter in Docker) and no'
+                    || ' node / kubernetes_node / instance label names the node'
             when node_name is null then 'GPU series with no node (no Hostname / hostname label)'
         end as series_quarantine_reason,
         {{ list_map('coalesce(samples, ' ~ array_of([]) ~ ')', 'sample', struct_of([
@@ -127,7 +137,16 @@ split as (
     select
         {{ series_columns }},
         {{ list_where('checked_samples', 'sample', 'sample.quarantine_reason is null') }} as valid_samples,
-        {{ list_where('checked_samples', 'sample', 'sample.quarantine_reason is not null') }} as quarantined_samples
+        case
+            when is_file_without_series and series_quarantine_reason is not null
+                then {{ array_of([struct_of([
+                    ('sampled_epoch', 'cast(null as bigint)'),
+                    ('sample_value', 'cast(null as double)'),
+                    ('sample_value_raw', 'cast(null as string)'),
+                    ('quarantine_reason', 'series_quarantine_reason'),
+                ])]) }}
+            else {{ list_where('checked_samples', 'sample', 'sample.quarantine_reason is not null') }}
+        end as quarantined_samples
     from samples_checked
 
 ),
@@ -149,6 +168,7 @@ final as (
         namespace,
         pod,
         container,
+        pod_uid,
         gpu_instance_id,
         gpu_instance_profile,
         hpc_job,

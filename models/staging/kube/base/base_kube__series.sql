@@ -11,11 +11,12 @@
 -- series with its labels and what staging needs of its valid samples (count, first and last time, the
 -- largest value). The samples themselves are kept (typed lists) only for the series whose every sample
 -- matters (kube_metrics_with_samples: resource requests, pod volume mounts). Incremental over files like
--- base_dcgm__series.
+-- base_dcgm__series; a file that yields no series keeps one row whose quarantined_samples hold the reason.
 -- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
 -- noqa: disable=RF03
 {%- set series_columns -%}
-    source_file, source_file_size, source_file_modified_at, metric_name, cluster_id, labels, is_file_without_series
+    source_file, source_file_size, source_file_modified_at, metric_name, cluster_id, labels, is_file_without_series,
+        file_quarantine_reason
 {%- endset %}
 {%- set kube_sample_check -%}
     case
@@ -45,8 +46,10 @@ labelled as (
         source_file_modified_at,
         {{ prom_label('__name__') }} as metric_name,
         {{ prom_cluster('metrics/kube') }} as cluster_id,
-        labels,
+        -- exported_pod / exported_namespace / exported_container (honorLabels: false) are the series' own
+        {{ prom_labels_honouring_exported('labels') }} as labels,
         labels is null as is_file_without_series,
+        file_quarantine_reason,
         {{ list_map('coalesce(samples, ' ~ array_of([]) ~ ')', 'sample', struct_of([
             ('sampled_epoch', 'cast(round(cast(' ~ list_item('sample', 1) ~ ' as double)) as bigint)'),
             ('sample_value', 'try_cast(' ~ list_item('sample', 2) ~ ' as double)'),
@@ -75,7 +78,16 @@ split as (
     select
         {{ series_columns }},
         {{ list_where('checked_samples', 'sample', 'sample.quarantine_reason is null') }} as valid_samples,
-        {{ list_where('checked_samples', 'sample', 'sample.quarantine_reason is not null') }} as quarantined_samples
+        case
+            when file_quarantine_reason is not null
+                then {{ array_of([struct_of([
+                    ('sampled_epoch', 'cast(null as bigint)'),
+                    ('sample_value', 'cast(null as double)'),
+                    ('sample_value_raw', 'cast(null as string)'),
+                    ('quarantine_reason', 'file_quarantine_reason'),
+                ])]) }}
+            else {{ list_where('checked_samples', 'sample', 'sample.quarantine_reason is not null') }}
+        end as quarantined_samples
     from samples_checked
 
 ),

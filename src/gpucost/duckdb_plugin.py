@@ -1,0 +1,37 @@
+"""dbt-duckdb plugin (profiles.yml ``plugins: [{module: gpucost.duckdb_plugin}]``): registers
+the Python
+functions the telemetry readers call in SQL (``macros/landing.sql``).
+
+- ``gpucost_prometheus_text(content VARCHAR, filename VARCHAR, modified_epoch DOUBLE) ->
+VARCHAR``: an
+  exposition-text or OpenMetrics file as a query_range response in JSON (gpucost.prom_text);
+- ``gpucost_gunzip(content BLOB) -> VARCHAR``: a gzip file's text, null when unreadable.
+"""
+
+from __future__ import annotations
+
+from dbt.adapters.duckdb.plugins import BasePlugin
+from duckdb import DuckDBPyConnection
+from duckdb.sqltypes import BLOB, DOUBLE, VARCHAR
+
+from gpucost.prom_text import gunzip_text, prometheus_text_response
+
+
+class Plugin(BasePlugin):
+    def configure_connection(self, conn: DuckDBPyConnection) -> None:
+        conn.create_function(
+            "gpucost_prometheus_text",
+            prometheus_text_response,
+            [VARCHAR, VARCHAR, DOUBLE],
+            VARCHAR,
+            null_handling="special",
+            side_effects=False,
+        )
+        conn.create_function(
+            "gpucost_gunzip",
+            gunzip_text,
+            [BLOB],
+            VARCHAR,
+            null_handling="special",
+            side_effects=False,
+        )
