@@ -92,9 +92,9 @@
     `user:` prefix), value = the column; null when the line has no tag. -#}
 {% macro tag_columns_json(columns, strip) -%}
     {%- if columns -%}
-    case when coalesce({% for column in columns %}"{{ column }}"{{ ", " if not loop.last }}{% endfor %}) is not null then cast(json_object(
+    case when coalesce({% for column in columns %}{{ quote_identifier(column) }}{{ ", " if not loop.last }}{% endfor %}) is not null then cast(json_object(
         {%- for column in columns %}
-        '{{ column[strip | length:] | replace("user:", "", 1) | replace("'", "''") }}', "{{ column }}"{{ "," if not loop.last }}
+        {{ quote_text(column[strip | length:] | replace("user:", "", 1)) }}, {{ quote_identifier(column) }}{{ "," if not loop.last }}
         {%- endfor %}
     ) as string) end
     {%- else -%}
@@ -115,14 +115,16 @@
     it, Parquet, or CSV with dotted column names such as `project.id`), one JSON object text per row in
     `row_json` with its file and row. Nested fields (credits, labels, project) stay nested. -#}
 {% macro read_gcp_billing_exports(relative_dir) -%}
-    {%- set json_files = distinct_content_files(
-        landing_files(relative_dir ~ '/**/*.json') + landing_files(relative_dir ~ '/**/*.jsonl')
-        + landing_files(relative_dir ~ '/**/*.json.gz') + landing_files(relative_dir ~ '/**/*.jsonl.gz')
-    ) -%}
-    {%- set csv_files = distinct_content_files(
-        landing_files(relative_dir ~ '/**/*.csv') + landing_files(relative_dir ~ '/**/*.csv.gz')
-    ) -%}
-    {%- set parquet_files = distinct_content_files(landing_files(relative_dir ~ '/**/*.parquet')) -%}
+    {%- set files = bill_files_to_read(relative_dir.split('/')[-1]) -%}
+    {%- set json_files = [] -%}
+    {%- set csv_files = [] -%}
+    {%- set parquet_files = [] -%}
+    {%- for file in files -%}
+        {%- set name = file | lower -%}
+        {%- if name.endswith('.parquet') -%}{%- do parquet_files.append(file) -%}
+        {%- elif name.endswith('.csv') or name.endswith('.csv.gz') -%}{%- do csv_files.append(file) -%}
+        {%- else -%}{%- do json_files.append(file) -%}{%- endif -%}
+    {%- endfor -%}
     select
         cast(null as string) as row_json,
         cast(null as string) as filename,
