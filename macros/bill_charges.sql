@@ -98,7 +98,10 @@ parsed as (
         ConsumedQuantity as consumed_quantity_raw,
         PricingQuantity as pricing_quantity_raw,
         {%- for column in focus_columns() if column not in money_and_time_columns() %}
-        trim({{ adapter.quote(column) }}) as text_{{ column | lower }},
+        -- blank and the literal NULL are null in every file type (CSV reads them so; Parquet keeps '')
+        case
+            when trim({{ adapter.quote(column) }}) not in ('', 'NULL') then trim({{ adapter.quote(column) }})
+        end as text_{{ column | lower }},
         {%- endfor %}
 
         -- timestamps (UTC)
@@ -133,7 +136,9 @@ identified as (
             coalesce(cast(billing_period_end_at as string), '<null>'),
             coalesce(cast(charge_period_start_at as string), charge_period_start_raw, '<null>'),
             coalesce(cast(charge_period_end_at as string), charge_period_end_raw, '<null>'),
-            coalesce(replace(replace(replace(tags_raw, ' ', ''), chr(10), ''), chr(13), ''), '<null>'),
+            coalesce(
+                nullif(replace(replace(replace(tags_raw, ' ', ''), chr(10), ''), chr(13), ''), ''), '<null>'
+            ),
             coalesce(native_charge_type, '<null>'),
             coalesce(delivery_dataset, '<null>')
         )) as content_hash,

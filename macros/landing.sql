@@ -88,6 +88,14 @@
     {{ return(kept) }}
 {%- endmacro %}
 
+{#- Landed files as a list literal of globs that match only themselves (glob_escape), so a file named
+    with [ ] * ? is read as it is named. -#}
+{% macro sql_file_list(files) -%}
+    {%- set escaped = [] -%}
+    {%- for file in files -%}{%- do escaped.append(glob_escape(file)) -%}{%- endfor -%}
+    {{- sql_string_list(escaped) -}}
+{%- endmacro %}
+
 {% macro sql_string_list(values) -%}
     [{%- for value in values -%}'{{ value | replace("'", "''") }}'{{ ", " if not loop.last }}{%- endfor -%}]
 {%- endmacro %}
@@ -211,7 +219,7 @@
         ~ " size >= 2 and content[1:2] = '\\x1F\\x8B'::blob as is_gzip,"
         ~ " size >= 8 and content[1:4] = 'PAR1'::blob and content[-4:] = 'PAR1'::blob as is_parquet,"
         ~ " try(decode(content)) is null as is_not_utf8"
-        ~ " from read_blob(" ~ sql_string_list(files) ~ ")"
+        ~ " from read_blob(" ~ sql_file_list(files) ~ ")"
     ) -%}
     {{ return(landed_file_problems(result.rows)) }}
 {%- endmacro %}
@@ -246,12 +254,15 @@
 {% macro default__landed_file_columns(file) -%}
     {%- set name = file | lower -%}
     {%- if name.endswith('.parquet') -%}
-        {%- set query = "describe select * from read_parquet(" ~ quote_text(file) ~ ")" -%}
+        {%- set query = "describe select * from read_parquet(" ~ quote_text(glob_escape(file)) ~ ")" -%}
     {%- elif name.endswith('.csv') or name.endswith('.csv.gz') -%}
-        {%- set query = "describe select * from read_csv(" ~ quote_text(file) ~ ", header = true, all_varchar = true)" -%}
+        {%- set query = "describe select * from read_csv(" ~ quote_text(glob_escape(file))
+            ~ ", header = true, all_varchar = true, compression = '"
+            ~ ('gzip' if name.endswith('.gz') else 'none') ~ "')" -%}
     {%- else -%}
-        {%- set query = "describe select * from read_json(" ~ quote_text(file)
-            ~ ", format = 'newline_delimited', maximum_object_size = 268435456)" -%}
+        {%- set query = "describe select * from read_json(" ~ quote_text(glob_escape(file))
+            ~ ", format = 'newline_delimited', maximum_object_size = 268435456, compression = '"
+            ~ ('gzip' if name.endswith('.gz') else 'none') ~ "')" -%}
     {%- endif -%}
     {{ return(run_query(query).columns[0].values() | list) }}
 {%- endmacro %}
@@ -269,9 +280,11 @@
 {% macro default__read_bill_files(relative_dir, columns) -%}
     {%- set files = bill_files_to_read(relative_dir.split('/')[-1]) -%}
     {%- set csv_files = [] -%}
+    {%- set gzip_files = [] -%}
     {%- set parquet_files = [] -%}
     {%- for file in files -%}
         {%- if (file | lower).endswith('.parquet') -%}{%- do parquet_files.append(file) -%}
+        {%- elif (file | lower).endswith('.gz') -%}{%- do gzip_files.append(file) -%}
         {%- else -%}{%- do csv_files.append(file) -%}{%- endif -%}
     {%- endfor -%}
     select
@@ -281,21 +294,22 @@
         cast(null as string) as filename,
         cast(null as bigint) as source_row_number
     where false
-    {%- if csv_files %}
+    {%- for text_files, compression in [(csv_files, 'none'), (gzip_files, 'gzip')] if text_files %}
     union all by name
     select
         * exclude (filename),
         filename,
         row_number() over (partition by filename) as source_row_number
     from read_csv(
-        {{ sql_string_list(csv_files) }},
-        {{ text_csv_options() }}
+        {{ sql_file_list(text_files) }},
+        {{ text_csv_options() }},
+        compression = '{{ compression }}'
     )
-    {%- endif %}
+    {%- endfor %}
     {%- if parquet_files %}
     {%- do warn_float_money(parquet_files) -%}
     {%- set parquet_source -%}
-        read_parquet({{ sql_string_list(parquet_files) }}, union_by_name = true, filename = true, file_row_number = true)
+        read_parquet({{ sql_file_list(parquet_files) }}, union_by_name = true, filename = true, file_row_number = true)
     {%- endset -%}
     {%- set described = run_query("describe select * from " ~ parquet_source) %}
     union all by name
@@ -318,7 +332,7 @@
     `amount`, `price` or `fee` in them. -#}
 {% macro warn_float_money(parquet_files) -%}
     {%- set result = run_query(
-        "select file_name, name from parquet_schema(" ~ sql_string_list(parquet_files) ~ ")"
+        "select file_name, name from parquet_schema(" ~ sql_file_list(parquet_files) ~ ")"
         ~ " where type in ('FLOAT', 'DOUBLE')"
         ~ " and regexp_matches(lower(name), 'cost|amount|price|fee') order by 1, 2"
     ) -%}
