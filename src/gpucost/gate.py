@@ -55,8 +55,8 @@ class GateResult:
         return not self.failures
 
 
-#: rpt_quarantine reasons that are reported but never fail the gate: a delivery replaced by a later one
-#: (a restatement is how bills are corrected) and a FOCUS dataset other than cost and usage.
+#: rpt_quarantine reasons reported but never failing the gate: a delivery replaced by a later one (a
+#: restatement is how bills are corrected) and a FOCUS dataset other than cost and usage.
 NOTE_REASONS = ("superseded_by_redelivery:", "not cost and usage:")
 #: the copies of rows another landed file already holds (counted once in the bill).
 DUPLICATE_REASON = "duplicate_of:"
@@ -105,8 +105,9 @@ def evaluate(
     duplicated_lines = sum(int(row[2]) for row in duplicates)
     duplicated = sum((Decimal(row[4]) for row in duplicates), Decimal(0))
     result.report.append("")
+    records = sum(int(row[2]) for row in quarantine)
     result.report.append(
-        f"Quarantine: {sum(int(row[2]) for row in quarantine)} records, {lines} bill lines or files,"
+        f"Quarantine: {records} records, {lines} bill lines or files,"
         f" {amount:,.2f} of bill money (tolerance: {max_quarantined_lines} lines,"
         f" {max_quarantined_amount:,.2f}); {duplicated_lines} duplicate bill lines holding"
         f" {duplicated:,.2f}"
