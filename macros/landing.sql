@@ -27,7 +27,7 @@
     {{- '`' ~ (name | string | replace('`', '``')) ~ '`' -}}
 {%- endmacro %}
 
-{#- A text literal from data: single quotes doubled (DuckDB), or backslash-escaped too (Spark). -#}
+{#- A text literal from data: single quotes doubled (DuckDB); on Spark as spark_seed_literal writes one. -#}
 {% macro quote_text(value) -%}
     {{ return(adapter.dispatch('quote_text', 'gpucost')(value)) }}
 {%- endmacro %}
@@ -36,8 +36,9 @@
     {{- "'" ~ (value | string | replace("'", "''")) ~ "'" -}}
 {%- endmacro %}
 
+{#- Spark's string literals are raw on the spark target (profiles.yml): spark_seed_literal's rule. -#}
 {% macro spark__quote_text(value) -%}
-    {{- "'" ~ (value | string | replace('\\', '\\\\') | replace("'", "\\'")) ~ "'" -}}
+    {{- spark_seed_literal(value | string) -}}
 {%- endmacro %}
 
 {#- The files matching a glob under the landing zone (empty list while parsing). -#}
@@ -133,6 +134,14 @@
 {% macro bill_files_to_read(format) -%}
     {%- set relation = ref('stg_landing__bill_files') -%}
     {%- if not execute -%}{{ return([]) }}{%- endif -%}
+    {%- if load_relation(relation) is none -%}
+        {#- compiled before the landing model was built (dbt compile, sqlfluff): the same decision, made here -#}
+        {%- set files = [] -%}
+        {%- for fact in bill_landing_facts() if fact.bill_format == format and fact.file_status == 'read' -%}
+            {%- do files.append(fact.source_file) -%}
+        {%- endfor -%}
+        {{ return(files) }}
+    {%- endif -%}
     {%- set result = run_query(
         "select source_file from " ~ relation ~ " where bill_format = '" ~ format
         ~ "' and file_status = 'read' order by source_file"
