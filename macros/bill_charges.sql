@@ -10,8 +10,8 @@
     (1) a delivery an outer provider manifest names current, (2) the delivery's time from its manifest or
     its path (a delivery with one beats one without), (3) only when neither has such a time, the newest
     modification time of its files, (4) the folder name. The lines of the other deliveries are superseded.
-    Row identity: a row's normalised values (money as DECIMAL(38, 18), timestamps as UTC, text trimmed,
-    tags without whitespace) hashed. The same rows in several files of the current deliveries (one export
+    Row identity: a row's normalised values (money and unit prices as DECIMAL(38, 18), quantities as
+    decimals, timestamps as UTC, text trimmed with blank and NULL as null, tags without whitespace) hashed. The same rows in several files of the current deliveries (one export
     landed as .csv, .csv.gz and .parquet; a partial re-export under another name) count once: each copy
     after the first file's is a duplicate (`duplicate_of: <file> row <n>`), kept out of the totals. Identical
     rows inside one file stay separate charges (FOCUS 1.0 has no line id).
@@ -124,7 +124,15 @@ identified as (
         md5(concat_ws(
             '|',
             {% for column in focus_columns() if column not in money_and_time_columns() -%}
+                {%- if column.endswith('UnitPrice') -%}
+                coalesce(
+                    cast({{ dbt.safe_cast('text_' ~ column | lower, money_type()) }} as string),
+                    text_{{ column | lower }},
+                    '<null>'
+                ),
+                {%- else -%}
                 coalesce(text_{{ column | lower }}, '<null>'),
+                {%- endif %}
             {% endfor -%}
             coalesce(cast(billed_cost as string), billed_cost_raw, '<null>'),
             coalesce(cast(effective_cost as string), effective_cost_raw, '<null>'),

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import time
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -36,13 +37,19 @@ HOSTILE_TAG = 'resourceTags/user:team", (select 42) as "z'
 def focus_parquet(
     path: Path, rows: list[dict[str, str]], types: dict[str, pa.DataType] | None = None
 ):
+    """A FOCUS Parquet file: text columns, or the given Arrow types (floats, decimals, UTC timestamps)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     columns = {}
     for name in rows[0]:
+        kind = (types or {}).get(name, pa.string())
         values = [row[name] for row in rows]
-        if types and name in types:
+        if pa.types.is_floating(kind):
             values = [float(value) for value in values]
-        columns[name] = pa.array(values, type=(types or {}).get(name, pa.string()))
+        elif pa.types.is_decimal(kind):
+            values = [D(value) for value in values]
+        elif pa.types.is_timestamp(kind):
+            values = [datetime.fromisoformat(value.replace("Z", "+00:00")) for value in values]
+        columns[name] = pa.array(values, type=kind)
     pq.write_table(pa.table(columns), path)
 
 
@@ -81,14 +88,31 @@ def deliveries(tmp_path_factory) -> tuple[Warehouse, str]:
     write_focus(focus / "partitioned" / "day=2026-10-02" / "part-0.csv", day2)
 
     # one export landed as .csv, .csv.gz and .parquet: its rows count once
+    # (the Parquet copy typed as exporters write it: decimals, UTC timestamps, a unit price 3.0000)
     trio = [
-        line("trio", BilledCost="3.00", EffectiveCost="3.00", ResourceId="vol-t1"),
-        line("trio", BilledCost="4.00", EffectiveCost="4.00", ResourceId="vol-t2"),
+        line("trio", BilledCost="3.00", EffectiveCost="3.00", ResourceId="vol-t1")
+        | {"ListUnitPrice": "3.00"},
+        line("trio", BilledCost="4.00", EffectiveCost="4.00", ResourceId="vol-t2")
+        | {"ListUnitPrice": "4"},
     ]
-    csv_path = write_focus(focus / "trio" / "export.csv", trio)
+    csv_path = write_focus(
+        focus / "trio" / "export.csv", trio, header=[*FOCUS_HEADER, "ListUnitPrice"]
+    )
     with gzip.open(focus / "trio" / "export.csv.gz", "wb") as handle:
         handle.write(csv_path.read_bytes())
-    focus_parquet(focus / "trio" / "export.parquet", trio)
+    money = pa.decimal128(20, 4)
+    when = pa.timestamp("s", tz="UTC")
+    focus_parquet(
+        focus / "trio" / "export.parquet",
+        trio,
+        types={
+            "BilledCost": money,
+            "EffectiveCost": money,
+            "ListUnitPrice": money,
+            "ChargePeriodStart": when,
+            "ChargePeriodEnd": when,
+        },
+    )
 
     # a partial re-export of the generated month under another name (its first three rows)
     export = next((focus / "2026-10").glob("focus_export_*.csv"))
