@@ -8,8 +8,9 @@
     Deliveries and restatements (macros/bill_deliveries.sql says what a delivery is per provider layout):
     of the deliveries of one provider, billing account, month and dataset the newest wins, ordered by
     (1) a delivery an outer provider manifest names current, (2) the delivery's time from its manifest or
-    its path (a delivery with one beats one without), (3) only when neither has such a time, the newest
-    modification time of its files, (4) the folder name. The lines of the other deliveries are superseded.
+    its path (a delivery with one beats one without), (3) the delivery folder's name (the last by name wins).
+    Never by file modification time: a re-sync touches files. The lines of the other deliveries are
+    superseded.
     Row identity: a row's normalised values (money and unit prices as DECIMAL(38, 18), quantities as
     decimals, timestamps as UTC, text trimmed with blank and NULL as null, tags without whitespace) hashed. The same rows in several files of the current deliveries (one export
     landed as .csv, .csv.gz and .parquet; a partial re-export under another name) count once: each copy
@@ -20,15 +21,6 @@
     So every format is typed, quarantined and restated by the same rules, and the union of all of them has
     one shape. -#}
 {% macro typed_bill_charges(source_cte, source_format) -%}
-landed_files as (
-
-    select
-        source_file,
-        last_modified_at
-    from {{ ref('stg_landing__files') }}
-
-),
-
 bill_files as (
 
     select
@@ -154,10 +146,8 @@ identified as (
             bill_files.delivery_folder, regexp_replace(replace(parsed.source_file, '\\', '/'), '/[^/]*$', '')
         ) as delivery_folder,
         bill_files.delivery_at as file_delivery_at,
-        coalesce(bill_files.is_current_by_manifest, false) as file_is_current_by_manifest,
-        landed_files.last_modified_at as file_modified_at
+        coalesce(bill_files.is_current_by_manifest, false) as file_is_current_by_manifest
     from parsed
-    left join landed_files on parsed.source_file = landed_files.source_file
     left join bill_files on parsed.source_file = bill_files.source_file
 
 ),
@@ -168,8 +158,7 @@ delivery_times as (
         *,
         max(file_delivery_at) over (partition by delivery_folder) as delivery_at,
         max(case when file_is_current_by_manifest then 1 else 0 end) over (partition by delivery_folder)
-            as delivery_manifest_rank,
-        max(file_modified_at) over (partition by delivery_folder) as delivery_modified_at
+            as delivery_manifest_rank
     from identified
 
 ),
@@ -183,7 +172,6 @@ deliveries as (
             order by
                 delivery_manifest_rank desc,
                 delivery_at desc nulls last,
-                case when delivery_at is null then delivery_modified_at end desc nulls last,
                 delivery_folder desc
         ) as latest_delivery_folder
     from delivery_times

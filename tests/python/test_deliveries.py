@@ -134,6 +134,16 @@ def deliveries(tmp_path_factory) -> tuple[Warehouse, str]:
         [line("restate", BilledCost="7.00", EffectiveCost="7.00")],
     )
     age(original, 3600)
+    # deliveries without a manifest or a time in their path: the folder that sorts last, never file time
+    first = write_focus(
+        focus / "by_name" / "2026-10" / "bill.csv",
+        [line("byname", BilledCost="8.00", EffectiveCost="8.00")],
+    )
+    write_focus(
+        focus / "by_name" / "2026-10-fixed" / "bill.csv",
+        [line("byname", BilledCost="9.00", EffectiveCost="9.00")],
+    )
+    age(first, 3600)
 
     # glob characters in folder and file names are literal
     write_focus(
@@ -284,6 +294,11 @@ def test_a_restatement_wins_by_the_delivery_time_in_its_path_not_by_file_time(de
     assert billed(warehouse, "case-restate") == (D("7"), D("0"), 1, 0, D("0"), True)
     (reason,) = reasons(warehouse, "%20261102T000000Z%")
     assert reason.startswith("superseded_by_redelivery: ") and reason.endswith("20261105T000000Z")
+
+
+def test_without_a_delivery_time_the_last_folder_by_name_wins_never_file_time(deliveries):
+    warehouse, _ = deliveries
+    assert billed(warehouse, "case-byname") == (D("9"), D("0"), 1, 0, D("0"), True)
 
 
 def test_the_cur_manifest_names_the_current_assembly(deliveries):
