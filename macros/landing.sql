@@ -162,6 +162,18 @@
     {{ return(required) }}
 {%- endmacro %}
 
+{#- The column names a format's reader knows (and the required ones), for messages. -#}
+{% macro known_bill_columns(format) -%}
+    {%- set names = [] -%}
+    {%- for entry in required_bill_columns(format) -%}{%- do names.extend(entry.split('|')) -%}{%- endfor -%}
+    {%- if format == 'focus' -%}{%- do names.extend(focus_columns()) -%}
+    {%- elif format == 'aws_cur' -%}{%- do names.extend(aws_cur_columns()) -%}
+    {%- elif format == 'azure' -%}{%- do names.extend(azure_columns()) -%}
+    {%- elif format == 'oci' -%}{%- do names.extend(oci_columns()) -%}
+    {%- endif -%}
+    {{ return(names) }}
+{%- endmacro %}
+
 {#- FOCUS datasets other than cost and usage, recognised by a column only they have. Such a file in the
     FOCUS folder is skipped with a note (not cost-and-usage money), never read as bill lines. -#}
 {% macro other_focus_datasets() -%}
@@ -206,9 +218,15 @@
                     {%- do fact.update({'file_status': 'other_dataset',
                         'file_reason': 'not cost and usage: ' ~ other.name ~ ', skipped'}) -%}
                 {%- elif missing -%}
+                    {#- names only the columns the format knows: a file's other "column names" could be
+                        the first line of anything (a symlink's target), never echoed -#}
+                    {%- set known = known_bill_columns(format) | map('lower') | list -%}
+                    {%- set recognised = [] -%}
+                    {%- for column in found if column | lower in known -%}{%- do recognised.append(column) -%}{%- endfor -%}
                     {%- do fact.update({'file_status': 'rejected', 'file_reason': 'missing required column(s) '
-                        ~ missing | join(', ') ~ ' (found: ' ~ found[:12] | join(', ')
-                        ~ (', ...' if found | length > 12 else '') ~ ')'}) -%}
+                        ~ missing | join(', ') ~ ' (found ' ~ found | length ~ ' columns'
+                        ~ ((', of them ' ~ recognised[:12] | join(', ') ~ (', ...' if recognised | length > 12 else ''))
+                           if recognised else ', none a known ' ~ format ~ ' column') ~ ')'}) -%}
                 {%- endif -%}
             {%- endif -%}
             {%- do facts.append(fact) -%}

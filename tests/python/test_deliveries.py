@@ -189,6 +189,9 @@ def deliveries(tmp_path_factory) -> tuple[Warehouse, str]:
     latin = focus / "bad" / "latin1.csv"
     latin.write_bytes(",".join(FOCUS_HEADER).encode() + b"\n" + "Café".encode("latin-1") + b"\n")
     (focus / "bad" / "gzipped.csv").write_bytes(gzip.compress(csv_path.read_bytes()))
+    outside = root / "outside_secret.txt"
+    outside.write_text("SECRET-TOKEN-123,password=hunter2\nx,y\n", encoding="utf-8")
+    (focus / "bad" / "linked.csv").symlink_to(outside)
     (focus / "contract").mkdir()
     shutil.copyfile(CONTRACT, focus / "contract" / CONTRACT.name)
 
@@ -366,7 +369,11 @@ def test_floating_point_money_in_parquet_warns_naming_the_file(deliveries):
 @pytest.mark.parametrize(
     ("file", "status", "reason"),
     [
-        ("renamed.csv", "rejected", "missing required column(s) BilledCost (found: "),
+        (
+            "renamed.csv",
+            "rejected",
+            "missing required column(s) BilledCost (found 16 columns, of them Billi",
+        ),
         ("latin1.csv", "rejected", "not UTF-8 encoded text"),
         ("gzipped.csv", "rejected", "gzip-compressed data in a file not named .gz"),
         (
@@ -384,6 +391,24 @@ def test_bad_bill_files_are_quarantined_and_the_build_goes_on(deliveries, file, 
     )
     assert len(rows) == 1 and rows[0][0] == status and rows[0][1].startswith(reason)
     assert [r for r in reasons(warehouse, f"%/{file}") if r.startswith(reason)]
+
+
+def test_no_message_echoes_a_landed_file_s_content(deliveries):
+    warehouse, stdout = deliveries
+    rows = warehouse.sql(
+        "select file_reason from staging.stg_landing__bill_files where source_file like '%/linked.csv'"
+    )
+    assert rows == [
+        (
+            "missing required column(s) BilledCost, EffectiveCost, BillingPeriodStart,"
+            " ChargePeriodStart, ChargePeriodEnd (found 2 columns, none a known focus column)",
+        )
+    ]
+    quarantine = warehouse.sql(
+        "select string_agg(quarantine_reason || example_value, ' ') from marts.rpt_quarantine"
+    )
+    assert "SECRET" not in quarantine[0][0] and "hunter2" not in quarantine[0][0]
+    assert "SECRET" not in stdout and "hunter2" not in stdout
 
 
 def test_every_bill_still_reconciles(deliveries):
