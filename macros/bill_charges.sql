@@ -12,8 +12,9 @@
     Never by file modification time: a re-sync touches files. The lines of the other deliveries are
     superseded.
     Row identity: a row's normalised values (money and unit prices as DECIMAL(38, 18), quantities as
-    decimals, timestamps as UTC, text trimmed with blank and NULL as null, tags without whitespace) hashed. The same rows in several files of the current deliveries (one export
-    landed as .csv, .csv.gz and .parquet; a partial re-export under another name) count once: each copy
+    decimals, timestamps as UTC, text trimmed with blank and NULL as null, tags without whitespace)
+    hashed. The same rows in several files of the current deliveries (one export landed as .csv,
+    .csv.gz and .parquet; a partial re-export under another name) count once: each copy
     after the first file's is a duplicate (`duplicate_of: <file> row <n>`), kept out of the totals. Identical
     rows inside one file stay separate charges (FOCUS 1.0 has no line id).
     Precision: money with more than 18 decimals (also in scientific notation) and the lines of files whose

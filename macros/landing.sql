@@ -129,6 +129,11 @@
     {{ return(files | unique | sort) }}
 {%- endmacro %}
 
+{#- The file types a bill format's folder reads, for messages. -#}
+{% macro bill_file_types(format) -%}
+    {{ return('.csv, .csv.gz, .parquet' ~ (', .json, .jsonl, .json.gz, .jsonl.gz' if format == 'gcp' else '')) }}
+{%- endmacro %}
+
 {#- The bill files a base model reads: those stg_landing__bill_files accepted (file_status 'read'). Every
     other landed bill file has a reason there, and in rpt_quarantine. Empty while parsing. -#}
 {% macro bill_files_to_read(format) -%}
@@ -230,6 +235,13 @@
                 {%- endif -%}
             {%- endif -%}
             {%- do facts.append(fact) -%}
+        {%- endfor -%}
+        {#- every other landed file of the folder (not a manifest): a type no reader reads, never ignored -#}
+        {%- for file in landing_files('billing/' ~ format ~ '/**/*') if file not in files
+            and not modules.re.search('(?i)manifest[^/]*\.json$', file) -%}
+            {%- do facts.append({'source_file': file, 'bill_format': format, 'file_status': 'rejected',
+                'file_reason': 'not a bill file type this folder reads (' ~ bill_file_types(format)
+                ~ '): rename or convert it'}) -%}
         {%- endfor -%}
     {%- endfor -%}
     {{ return(bill_deliveries(facts)) }}

@@ -192,6 +192,7 @@ def deliveries(tmp_path_factory) -> tuple[Warehouse, str]:
     outside = root / "outside_secret.txt"
     outside.write_text("SECRET-TOKEN-123,password=hunter2\nx,y\n", encoding="utf-8")
     (focus / "bad" / "linked.csv").symlink_to(outside)
+    (focus / "bad" / "export.xlsx").write_bytes(b"PK\x03\x04 not read by any reader")
     (focus / "contract").mkdir()
     shutil.copyfile(CONTRACT, focus / "contract" / CONTRACT.name)
 
@@ -376,6 +377,11 @@ def test_floating_point_money_in_parquet_warns_naming_the_file(deliveries):
         ),
         ("latin1.csv", "rejected", "not UTF-8 encoded text"),
         ("gzipped.csv", "rejected", "gzip-compressed data in a file not named .gz"),
+        (
+            "export.xlsx",
+            "rejected",
+            "not a bill file type this folder reads (.csv, .csv.gz, .parquet)",
+        ),
         (
             "contract_commitment_scenario_1.csv",
             "other_dataset",
