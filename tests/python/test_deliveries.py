@@ -150,6 +150,11 @@ def deliveries(tmp_path_factory) -> tuple[Warehouse, str]:
         focus / "odd[x]" / "*?" / "lit[1].csv",
         [line("literal", BilledCost="2.00", EffectiveCost="2.00")],
     )
+    # quotes in folder and file names reach SQL only as escaped literals
+    write_focus(
+        focus / 'it\'s "quoted"' / 'o\'brien "q".csv',
+        [line("quoted", BilledCost="4.00", EffectiveCost="4.00")],
+    )
 
     # hostile column names: a Parquet column and a CUR tag column carrying quotes and SQL
     injected = [line("inject", BilledCost="1.00", EffectiveCost="1.00") | {HOSTILE_COLUMN: "v"}]
@@ -323,6 +328,7 @@ def test_glob_characters_in_paths_are_literal(deliveries):
     warehouse, _ = deliveries
     assert "[1]*?" in str(warehouse.landing)
     assert billed(warehouse, "case-literal") == (D("2"), D("0"), 0, 0, D("0"), True)
+    assert billed(warehouse, "case-quoted") == (D("4"), D("0"), 0, 0, D("0"), True)
 
 
 def test_hostile_column_names_are_data_not_code(deliveries):
