@@ -138,11 +138,12 @@
     other landed bill file has a reason there, and in rpt_quarantine. Empty while parsing. -#}
 {% macro bill_files_to_read(format) -%}
     {%- set relation = ref('stg_landing__bill_files') -%}
+    {%- set links = ref('stg_landing__links') if target.type != 'spark' else none -%}
     {%- if not execute -%}{{ return([]) }}{%- endif -%}
     {%- if load_relation(relation) is none -%}
         {#- compiled before the landing model was built (dbt compile, sqlfluff): the same decision, made here -#}
         {%- set files = [] -%}
-        {%- for fact in bill_landing_facts() if fact.bill_format == format and fact.file_status == 'read' -%}
+        {%- for fact in bill_landing_facts(links) if fact.bill_format == format and fact.file_status == 'read' -%}
             {%- do files.append(fact.source_file) -%}
         {%- endfor -%}
         {{ return(files) }}
@@ -190,16 +191,21 @@
     delivery (deliveries.sql, bill_deliveries). A file is rejected, with the reason, when it is not what its
     name says (gzip data named .csv, no Parquet magic), is not UTF-8 text, or lacks a required column; the
     build goes on with the others. -#}
-{% macro bill_landing_facts() -%}
+{% macro bill_landing_facts(links=none) -%}
+    {%- set refused = outside_links(links) -%}
     {%- set facts = [] -%}
     {%- for format in bill_formats() -%}
         {%- set files = bill_data_files(format) -%}
         {%- set required = required_bill_columns(format) -%}
-        {%- set checked = landed_file_checks(files) if files else {} -%}
+        {%- set inside = files | reject('in', refused) | list -%}
+        {%- set checked = landed_file_checks(inside) if inside else {} -%}
         {%- for file in files -%}
-            {%- set check = checked[file] -%}
+            {%- set check = checked.get(file, {'size': none, 'problem': none}) -%}
             {%- set fact = {'source_file': file, 'bill_format': format, 'file_status': 'read', 'file_reason': none} -%}
-            {%- if check.size == 0 -%}
+            {%- if file in refused -%}
+                {%- do fact.update({'file_status': 'rejected',
+                    'file_reason': 'a symbolic link whose target is outside the landing zone: refused, not read'}) -%}
+            {%- elif check.size == 0 -%}
                 {%- do fact.update({'file_status': 'empty', 'file_reason': 'empty bill file (0 bytes): nothing to read'}) -%}
             {%- elif check.problem -%}
                 {%- do fact.update({'file_status': 'rejected', 'file_reason': check.problem}) -%}
@@ -245,6 +251,14 @@
         {%- endfor -%}
     {%- endfor -%}
     {{ return(bill_deliveries(facts)) }}
+{%- endmacro %}
+
+{#- The landed files that are symlinks to a target outside the landing zone (stg_landing__links; none
+    when that model is not built: the spark target, or a selection without it). -#}
+{% macro outside_links(links) -%}
+    {%- if links is none or load_relation(links) is none -%}{{ return([]) }}{%- endif -%}
+    {%- set result = run_query("select source_file from " ~ links ~ " where is_target_outside") -%}
+    {{ return(result.columns[0].values() | list) }}
 {%- endmacro %}
 
 {#- Per landed file: its size and, when its bytes are not what its name says, the problem (one query). -#}

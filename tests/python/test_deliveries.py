@@ -194,9 +194,17 @@ def deliveries(tmp_path_factory) -> tuple[Warehouse, str]:
     latin = focus / "bad" / "latin1.csv"
     latin.write_bytes(",".join(FOCUS_HEADER).encode() + b"\n" + "Café".encode("latin-1") + b"\n")
     (focus / "bad" / "gzipped.csv").write_bytes(gzip.compress(csv_path.read_bytes()))
+    (focus / "bad" / "secret_header.csv").write_text(
+        "SECRET-TOKEN-9,password=hunter3\nx,y\n", encoding="utf-8"
+    )
     outside = root / "outside_secret.txt"
     outside.write_text("SECRET-TOKEN-123,password=hunter2\nx,y\n", encoding="utf-8")
     (focus / "bad" / "linked.csv").symlink_to(outside)
+    inside = write_focus(
+        root / "staged" / "inside.csv", [line("linkedin", BilledCost="6.00", EffectiveCost="6.00")]
+    )
+    shutil.move(inside, landing / "inside.csv")
+    (focus / "linked_inside.csv").symlink_to(landing / "inside.csv")
     (focus / "bad" / "export.xlsx").write_bytes(b"PK\x03\x04 not read by any reader")
     (focus / "contract").mkdir()
     shutil.copyfile(CONTRACT, focus / "contract" / CONTRACT.name)
@@ -405,12 +413,23 @@ def test_bad_bill_files_are_quarantined_and_the_build_goes_on(deliveries, file, 
     assert [r for r in reasons(warehouse, f"%/{file}") if r.startswith(reason)]
 
 
-def test_no_message_echoes_a_landed_file_s_content(deliveries):
-    warehouse, stdout = deliveries
+def test_a_symlink_out_of_the_landing_zone_is_refused_one_inside_is_read(deliveries):
+    warehouse, _ = deliveries
     rows = warehouse.sql(
-        "select file_reason from staging.stg_landing__bill_files where source_file like '%/linked.csv'"
+        "select file_status, file_reason from staging.stg_landing__bill_files where source_file like '%/linked.csv'"
     )
     assert rows == [
+        ("rejected", "a symbolic link whose target is outside the landing zone: refused, not read")
+    ]
+    assert billed(warehouse, "case-linkedin")[0] == D("6")
+
+
+def test_no_message_echoes_a_landed_file_s_content(deliveries):
+    warehouse, stdout = deliveries
+    secret = warehouse.landing / "billing" / "focus" / "bad" / "secret_header.csv"
+    assert warehouse.sql(
+        f"select file_reason from staging.stg_landing__bill_files where source_file like '%/{secret.name}'"
+    ) == [
         (
             "missing required column(s) BilledCost, EffectiveCost, BillingPeriodStart,"
             " ChargePeriodStart, ChargePeriodEnd (found 2 columns, none a known focus column)",
@@ -419,8 +438,8 @@ def test_no_message_echoes_a_landed_file_s_content(deliveries):
     quarantine = warehouse.sql(
         "select string_agg(quarantine_reason || example_value, ' ') from marts.rpt_quarantine"
     )
-    assert "SECRET" not in quarantine[0][0] and "hunter2" not in quarantine[0][0]
-    assert "SECRET" not in stdout and "hunter2" not in stdout
+    assert "SECRET" not in quarantine[0][0] and "hunter" not in quarantine[0][0]
+    assert "SECRET" not in stdout and "hunter" not in stdout
 
 
 def test_every_bill_still_reconciles(deliveries):

@@ -2,7 +2,8 @@
 -- dataset, a leftover its delivery's manifest does not list), and its delivery (macros/bill_deliveries.sql):
 -- the delivery folder, the delivery's time from the provider's manifest or its path, and whether an outer
 -- manifest names it current. The bill base models read only the files whose file_status is 'read'.
-{%- set facts = bill_landing_facts() if execute else [] %}
+{%- set links = ref('stg_landing__links') if target.type != 'spark' else none %}
+{%- set facts = bill_landing_facts(links) if execute else [] %}
 
 with
 
