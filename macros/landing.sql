@@ -445,7 +445,8 @@
 {%- endmacro %}
 
 {% macro default__remove_unlanded_prometheus_files(relative_dir) -%}
-    {%- set pattern = landing_path(relative_dir) | replace("'", "''") -%}
+    {#- the landing dir is literal (glob_escape): a dir named with [1] must not make every file unlanded -#}
+    {%- set pattern = (glob_escape(var('gpucost_landing_dir')) ~ '/' ~ relative_dir) | replace("'", "''") -%}
     {%- set unlanded -%}
         source_file_size is not null
         and source_file not in (

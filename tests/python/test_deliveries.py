@@ -335,6 +335,13 @@ def test_azure_runs_rank_by_their_manifest_and_a_leftover_part_is_not_read(deliv
 def test_glob_characters_in_paths_are_literal(deliveries):
     warehouse, _ = deliveries
     assert "[1]*?" in str(warehouse.landing)
+    # telemetry too: no file of a landing dir named with [1] is taken for removed (tombstoned)
+    ((files, tombstones),) = warehouse.sql(
+        "select count(distinct source_file), count(case when source_file_size is null then 1 end)"
+        " from staging.base_dcgm__series"
+    )
+    assert files == 8 and tombstones == 0
+    assert warehouse.sql("select count(*) > 0 from marts.fct_gpu_usage") == [(True,)]
     assert billed(warehouse, "case-literal") == (D("2"), D("0"), 0, 0, D("0"), True)
     assert billed(warehouse, "case-quoted") == (D("4"), D("0"), 0, 0, D("0"), True)
 
