@@ -5,19 +5,38 @@
     bill already represents, or null)), then calls this macro, which emits the CTEs `parsed`, `identified`,
     `deliveries` and `final`: money as DECIMAL(38, 18), UTC timestamps, tags as JSON with the ownership
     tags pulled out, quarantine and superseded-redelivery reasons.
-    Restatements: a delivery is a folder. Of the deliveries of one provider, billing account, month and
-    dataset the newest wins, ordered by (1) the delivery's own time when its folder name is one
-    (20261104T000000Z, 2026-11-04T00:00:00Z, 202611040000: CUR 2.0 / FOCUS / time-stamped exports), else
-    the newest modification time of its files (read_blob's last_modified, via stg_landing__files: legacy
-    CUR assemblyId GUID folders carry no order), then (2) that modification time, then (3) the folder name. So every format is typed, quarantined
-    and restated by the same rules, and the union of all of them has one shape. -#}
+    Deliveries and restatements (macros/bill_deliveries.sql says what a delivery is per provider layout):
+    of the deliveries of one provider, billing account, month and dataset the newest wins, ordered by
+    (1) a delivery an outer provider manifest names current, (2) the delivery's time from its manifest or
+    its path (a delivery with one beats one without), (3) the delivery folder's name (the last by name wins).
+    Never by file modification time: a re-sync touches files. The lines of the other deliveries are
+    superseded.
+    Row identity: a row's normalised values (money and unit prices as DECIMAL(38, 18), quantities as
+    decimals, timestamps as UTC, text trimmed with blank and NULL as null, tags without whitespace)
+    hashed. The same rows in several files of the current deliveries (one export landed as .csv,
+    .csv.gz and .parquet; a partial re-export under another name) count once: each copy
+    after the first file's is a duplicate (`duplicate_of: <file> row <n>`), kept out of the totals. Identical
+    rows inside one file stay separate charges (FOCUS 1.0 has no line id).
+    Precision: money with more than 18 decimals (also in scientific notation) and the lines of files whose
+    money would overflow DECIMAL(38, 18) in a sum are quarantined, their money kept only as text.
+    So every format is typed, quarantined and restated by the same rules, and the union of all of them has
+    one shape. -#}
 {% macro typed_bill_charges(source_cte, source_format) -%}
-landed_files as (
+{#- the FOCUS 1.3+ provider columns exist in FOCUS files only (native staging maps the older names) -#}
+{%- set text_columns = [] -%}
+{%- for column in focus_columns() if column not in money_and_time_columns() -%}
+    {%- if source_format == 'focus' or column not in focus_columns_since_1_3() -%}
+        {%- do text_columns.append(column) -%}
+    {%- endif -%}
+{%- endfor -%}
+bill_files as (
 
     select
         source_file,
-        last_modified_at
-    from {{ ref('stg_landing__files') }}
+        delivery_folder,
+        delivery_at,
+        is_current_by_manifest
+    from {{ ref('stg_landing__bill_files') }}
 
 ),
 
@@ -30,20 +49,6 @@ parsed as (
         native_charge_type,
         delivery_dataset,
         native_superseded_reason,
-        {#- FOCUS 1.3+ columns (FOCUS files only) count when present: concat_ws skips nulls, so the ids of lines
-            without them stay what they were -#}
-        {%- set hashed = [] -%}
-        {%- for column in focus_columns() if column not in focus_columns_since_1_3() -%}
-            {%- do hashed.append("coalesce(" ~ adapter.quote(column) ~ ", '<null>')") -%}
-        {%- endfor -%}
-        {%- if source_format == 'focus' -%}
-            {%- for column in focus_columns_since_1_3() -%}{%- do hashed.append(adapter.quote(column)) -%}{%- endfor -%}
-        {%- endif %}
-        md5(concat_ws(
-            '|',
-            {{ hashed | join(",\n            ") }}
-        )) as content_hash,
-
         -- ids
         nullif(trim(BillingAccountId), '') as billing_account_id,
         nullif(trim(SubAccountId), '') as sub_account_id,
@@ -93,6 +98,16 @@ parsed as (
         -- raw money text, kept to explain a line that cannot be parsed
         BilledCost as billed_cost_raw,
         EffectiveCost as effective_cost_raw,
+        ListCost as list_cost_raw,
+        ContractedCost as contracted_cost_raw,
+        ConsumedQuantity as consumed_quantity_raw,
+        PricingQuantity as pricing_quantity_raw,
+        {%- for column in text_columns %}
+        -- blank and the literal NULL are null in every file type (CSV reads them so; Parquet keeps '')
+        case
+            when trim({{ adapter.quote(column) }}) not in ('', 'NULL') then trim({{ adapter.quote(column) }})
+        end as text_{{ column | lower }},
+        {%- endfor %}
 
         -- timestamps (UTC)
         {{ parse_utc_timestamp('BillingPeriodStart') }} as billing_period_start_at,
@@ -110,15 +125,43 @@ identified as (
 
     select
         parsed.*,
-        {% if source_format != 'focus' %}'{{ source_format }}:' || {% endif %}parsed.content_hash || '-'
-        || cast(row_number() over (
-            partition by parsed.content_hash order by parsed.source_file, parsed.source_row_number
-        ) as string) as charge_id,
-        -- a delivery is a folder: a month landed again in another folder (a restated export) replaces it
-        regexp_replace(replace(parsed.source_file, '\\', '/'), '/[^/]*$', '') as delivery_folder,
-        landed_files.last_modified_at as file_modified_at
+        -- a row's identity: its normalised values (not its bytes, not its file)
+        md5(concat_ws(
+            '|',
+            {% for column in text_columns -%}
+                {%- if column.endswith('UnitPrice') -%}
+                coalesce(
+                    cast({{ dbt.safe_cast('text_' ~ column | lower, money_type()) }} as string),
+                    text_{{ column | lower }},
+                    '<null>'
+                ),
+                {%- else -%}
+                coalesce(text_{{ column | lower }}, '<null>'),
+                {%- endif %}
+            {% endfor -%}
+            coalesce(cast(billed_cost as string), billed_cost_raw, '<null>'),
+            coalesce(cast(effective_cost as string), effective_cost_raw, '<null>'),
+            coalesce(cast(list_cost as string), list_cost_raw, '<null>'),
+            coalesce(cast(contracted_cost as string), contracted_cost_raw, '<null>'),
+            coalesce(cast(consumed_quantity as string), consumed_quantity_raw, '<null>'),
+            coalesce(cast(pricing_quantity as string), pricing_quantity_raw, '<null>'),
+            coalesce(cast(billing_period_start_at as string), '<null>'),
+            coalesce(cast(billing_period_end_at as string), '<null>'),
+            coalesce(cast(charge_period_start_at as string), charge_period_start_raw, '<null>'),
+            coalesce(cast(charge_period_end_at as string), charge_period_end_raw, '<null>'),
+            coalesce(
+                nullif(replace(replace(replace(tags_raw, ' ', ''), chr(10), ''), chr(13), ''), ''), '<null>'
+            ),
+            coalesce(native_charge_type, '<null>'),
+            coalesce(delivery_dataset, '<null>')
+        )) as content_hash,
+        coalesce(
+            bill_files.delivery_folder, regexp_replace(replace(parsed.source_file, '\\', '/'), '/[^/]*$', '')
+        ) as delivery_folder,
+        bill_files.delivery_at as file_delivery_at,
+        coalesce(bill_files.is_current_by_manifest, false) as file_is_current_by_manifest
     from parsed
-    left join landed_files on parsed.source_file = landed_files.source_file
+    left join bill_files on parsed.source_file = bill_files.source_file
 
 ),
 
@@ -126,9 +169,9 @@ delivery_times as (
 
     select
         *,
-        -- the export's own delivery time, when the folder's name is one
-        {{ parse_delivery_timestamp("regexp_extract(delivery_folder, '[^/]*$', 0)") }} as delivery_named_at,
-        max(file_modified_at) over (partition by delivery_folder) as delivery_modified_at
+        max(file_delivery_at) over (partition by delivery_folder) as delivery_at,
+        max(case when file_is_current_by_manifest then 1 else 0 end) over (partition by delivery_folder)
+            as delivery_manifest_rank
     from identified
 
 ),
@@ -140,18 +183,95 @@ deliveries as (
         first_value(delivery_folder) over (
             partition by provider_name, billing_account_id, billing_period_start_at, delivery_dataset
             order by
-                coalesce(delivery_named_at, delivery_modified_at) desc nulls last,
-                delivery_modified_at desc nulls last,
+                delivery_manifest_rank desc,
+                delivery_at desc nulls last,
                 delivery_folder desc
         ) as latest_delivery_folder
     from delivery_times
 
 ),
 
+occurrences as (
+
+    select
+        *,
+        delivery_folder <> latest_delivery_folder or native_superseded_reason is not null as is_replaced,
+        -- the n-th copy of a row inside its file (identical rows in one file are separate charges)
+        row_number() over (
+            partition by source_file, content_hash order by source_row_number
+        ) as occurrence
+    from deliveries
+
+),
+
+copies as (
+
+    select
+        *,
+        first_value(source_file || ' row ' || cast(source_row_number as string)) over (
+            partition by is_replaced, content_hash, occurrence
+            order by source_file, source_row_number
+        ) as first_copy,
+        first_value(source_file) over (
+            partition by is_replaced, content_hash, occurrence
+            order by source_file, source_row_number
+        ) as first_copy_file
+    from occurrences
+
+),
+
+magnitudes as (
+
+    -- money whose sum could overflow DECIMAL(38, 18): the absolute money of each file's current lines,
+    -- files of a currency taken from the smallest; a file that takes the total to 1e20 or more is held out
+    select
+        *,
+        sum(file_magnitude) over (
+            partition by billing_currency
+            order by file_magnitude, source_file
+            rows between unbounded preceding and current row
+        ) as cumulative_magnitude
+    from (
+        select
+            billing_currency,
+            source_file,
+            sum(
+                greatest(
+                    abs(cast(coalesce(billed_cost, 0) as double)),
+                    abs(cast(coalesce(effective_cost, 0) as double)),
+                    abs(cast(coalesce(list_cost, 0) as double)),
+                    abs(cast(coalesce(contracted_cost, 0) as double))
+                )
+            ) as file_magnitude
+        from copies
+        where not is_replaced and source_file = first_copy_file
+        group by 1, 2
+    ) as file_magnitudes
+
+),
+
+checked as (
+
+    select
+        copies.*,
+        not copies.is_replaced and copies.source_file <> copies.first_copy_file as is_duplicate,
+        coalesce(magnitudes.cumulative_magnitude >= 1e20, false) as is_overflow,
+        magnitudes.file_magnitude
+    from copies
+    left join magnitudes
+        on copies.source_file = magnitudes.source_file
+        and copies.billing_currency is not distinct from magnitudes.billing_currency
+        and not copies.is_replaced
+
+),
+
 final as (
 
     select
-        charge_id,
+        {% if source_format != 'focus' %}'{{ source_format }}:' || {% endif %}content_hash || '-'
+        || cast(occurrence as string)
+        || case when delivery_dataset is not null then '-' || delivery_dataset else '' end
+        || case when is_replaced or is_duplicate then '@' || md5(source_file) else '' end as charge_id,
         billing_account_id,
         sub_account_id,
         coalesce(invoice_id, '') as invoice_id,
@@ -183,23 +303,31 @@ final as (
         {{ owner_tag_value('tags', 'project') }} as tag_project_id,
         {{ owner_tag_value('tags', 'team') }} as tag_team_id,
         {{ owner_tag_value('tags', 'user') }} as tag_user_id,
-        billed_cost,
-        effective_cost,
-        list_cost,
-        contracted_cost,
+        -- money a sum could not hold is kept as text only (billed_cost_raw), never summed
+        case when not is_overflow then billed_cost end as billed_cost,
+        case when not is_overflow then effective_cost end as effective_cost,
+        case when not is_overflow then list_cost end as list_cost,
+        case when not is_overflow then contracted_cost end as contracted_cost,
         consumed_quantity,
         pricing_quantity,
         billed_cost_raw,
         effective_cost_raw,
-        delivery_folder <> latest_delivery_folder or native_superseded_reason is not null as is_superseded,
+        -- replaced by a later delivery, or a copy of rows another file already holds: not in the totals
+        is_replaced or is_duplicate as is_superseded,
+        is_duplicate,
         case
             when delivery_folder <> latest_delivery_folder
                 then 'superseded_by_redelivery: ' || latest_delivery_folder
             when native_superseded_reason is not null then native_superseded_reason
-            when {{ regexp_search() }}(trim(billed_cost_raw), '\.[0-9]{19,}')
-                then 'BilledCost has more than 18 decimal places: ' || billed_cost_raw
-            when {{ regexp_search() }}(trim(effective_cost_raw), '\.[0-9]{19,}')
-                then 'EffectiveCost has more than 18 decimal places: ' || effective_cost_raw
+            when is_duplicate then 'duplicate_of: ' || first_copy
+            {%- for column, label in [('billed_cost_raw', 'BilledCost'), ('effective_cost_raw', 'EffectiveCost')] %}
+            when {{ money_has_excess_decimals(column) }}
+                then '{{ label }} has more than 18 decimal places: ' || {{ column }}
+            {%- endfor %}
+            when is_overflow
+                then 'money would overflow DECIMAL(38, 18) in a sum: this file holds '
+                    || cast(cast(file_magnitude as decimal(38, 0)) as string)
+                    || ' in absolute value; the current lines of one currency must total under 1e20'
             when billed_cost is null then 'unparseable BilledCost: ' || coalesce(billed_cost_raw, '<null>')
             when effective_cost is null then 'unparseable EffectiveCost: ' || coalesce(effective_cost_raw, '<null>')
             when billing_currency is null or not {{ regexp_search() }}(billing_currency, '^[A-Z]{3}$')
@@ -220,7 +348,32 @@ final as (
         delivery_folder,
         source_file,
         source_row_number
-    from deliveries
+    from checked
 
 )
+{%- endmacro %}
+
+{#- Columns typed apart from the text columns of a row (money, quantities, timestamps). -#}
+{% macro money_and_time_columns() -%}
+    {{ return([
+        'BilledCost', 'EffectiveCost', 'ListCost', 'ContractedCost', 'ConsumedQuantity', 'PricingQuantity',
+        'BillingPeriodStart', 'BillingPeriodEnd', 'ChargePeriodStart', 'ChargePeriodEnd', 'Tags'
+    ]) }}
+{%- endmacro %}
+
+{#- True when a money text holds a non-zero digit past the 18th decimal place, in plain or scientific
+    notation (5e-19, 1.0000000000000000001E0): DECIMAL(38, 18) would round it. Trailing zeros are exact. -#}
+{% macro money_has_excess_decimals(raw) -%}
+    {%- set text = 'trim(' ~ raw ~ ')' -%}
+    {%- set integer = "regexp_extract(" ~ text ~ ", '^[+-]?([0-9]*)', 1)" -%}
+    {%- set fraction = "regexp_extract(" ~ text ~ ", '^[+-]?[0-9]*[.]([0-9]*)', 1)" -%}
+    {%- set exponent = "coalesce(" ~ dbt.safe_cast("regexp_extract(" ~ text ~ ", '[eE]([+-]?[0-9]+)$', 1)", 'int') ~ ", 0)" -%}
+    {%- set digits = '(' ~ integer ~ ' || ' ~ fraction ~ ')' -%}
+    coalesce(
+        {{ regexp_search() }}({{ text }}, '^[+-]?[0-9]*[.]?[0-9]*([eE][+-]?[0-9]+)?$')
+        and {{ regexp_search() }}({{ digits }}, '[1-9]')
+        and length({{ fraction }}) - {{ exponent }}
+            - (length({{ digits }}) - length(regexp_replace({{ digits }}, '0+$', ''))) > 18,
+        false
+    )
 {%- endmacro %}

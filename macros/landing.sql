@@ -6,6 +6,41 @@
     {{- var('gpucost_landing_dir') ~ '/' ~ relative -}}
 {%- endmacro %}
 
+{#- A literal path as a DuckDB glob matching only itself: each of [ * ? becomes a one-character class
+    ([[], [*], [?]); a lone ] is literal in a glob. -#}
+{% macro glob_escape(path) -%}
+    {{- path | replace('[', '[[]') | replace('*', '[*]') | replace('?', '[?]') -}}
+{%- endmacro %}
+
+{#- One quoting rule for an identifier that comes from data (a landed column name): wrapped in double
+    quotes, a double quote inside doubled (the SQL standard; DuckDB and Spark SQL's ANSI quoting alike
+    are covered by the target's own adapter.quote on spark). Nothing a file names can end the quote. -#}
+{% macro quote_identifier(name) -%}
+    {{ return(adapter.dispatch('quote_identifier', 'gpucost')(name)) }}
+{%- endmacro %}
+
+{% macro default__quote_identifier(name) -%}
+    {{- '"' ~ (name | string | replace('"', '""')) ~ '"' -}}
+{%- endmacro %}
+
+{% macro spark__quote_identifier(name) -%}
+    {{- '`' ~ (name | string | replace('`', '``')) ~ '`' -}}
+{%- endmacro %}
+
+{#- A text literal from data: single quotes doubled (DuckDB); on Spark as spark_seed_literal writes one. -#}
+{% macro quote_text(value) -%}
+    {{ return(adapter.dispatch('quote_text', 'gpucost')(value)) }}
+{%- endmacro %}
+
+{% macro default__quote_text(value) -%}
+    {{- "'" ~ (value | string | replace("'", "''")) ~ "'" -}}
+{%- endmacro %}
+
+{#- Spark's string literals are raw on the spark target (profiles.yml): spark_seed_literal's rule. -#}
+{% macro spark__quote_text(value) -%}
+    {{- spark_seed_literal(value | string) -}}
+{%- endmacro %}
+
 {#- The files matching a glob under the landing zone (empty list while parsing). -#}
 {% macro landing_files(relative_glob) -%}
     {%- if not execute -%}{{ return([]) }}{%- endif -%}
@@ -13,7 +48,8 @@
 {%- endmacro %}
 
 {% macro default__landing_files(relative_glob) -%}
-    {%- set pattern = landing_path(relative_glob) -%}
+    {#- the landing dir is a literal path: its [ ] * ? are escaped, only relative_glob is a pattern -#}
+    {%- set pattern = glob_escape(var('gpucost_landing_dir')) ~ '/' ~ relative_glob -%}
     {%- set result = run_query("select file from glob('" ~ pattern | replace("'", "''") ~ "') order by file") -%}
     {{ return(result.columns[0].values() | list) }}
 {%- endmacro %}
@@ -53,35 +89,12 @@
     {{ return(kept) }}
 {%- endmacro %}
 
-{#- Stop the build with a clear message when a FOCUS file lacks a column the warehouse needs. -#}
-{% macro check_focus_columns(csv_files, parquet_files) -%}
-    {%- set required = ['BilledCost', 'EffectiveCost', 'BillingPeriodStart', 'ChargePeriodStart', 'ChargePeriodEnd'] -%}
-    {#- Without BillingCurrency a file is only usable when the currency is declared (the FOCUS spec's examples). -#}
-    {%- if not var('gpucost_default_billing_currency', none) -%}{%- do required.append('BillingCurrency') -%}{%- endif -%}
-    {%- set problems = [] -%}
-    {%- for file in csv_files + parquet_files -%}
-        {%- if file in parquet_files -%}
-            {%- set query = "describe select * from read_parquet('" ~ file | replace("'", "''") ~ "')" -%}
-        {%- else -%}
-            {%- set query = "describe select * from read_csv('" ~ file | replace("'", "''")
-                ~ "', header = true, all_varchar = true)" -%}
-        {%- endif -%}
-        {%- set found = run_query(query).columns[0].values() | map('lower') | list -%}
-        {%- set missing = [] -%}
-        {%- for column in required if column | lower not in found -%}
-            {%- do missing.append(column) -%}
-        {%- endfor -%}
-        {%- if missing -%}
-            {%- do problems.append(file ~ ": missing " ~ missing | join(", ") ~ " (found: "
-                ~ found[:12] | join(", ") ~ (", ..." if found | length > 12 else "") ~ ")") -%}
-        {%- endif -%}
-    {%- endfor -%}
-    {%- if problems -%}
-        {{ exceptions.raise_compiler_error(
-            "FOCUS export(s) without the columns the warehouse needs (renamed or not a FOCUS file?):\n  "
-            ~ problems | join("\n  ")
-        ) }}
-    {%- endif -%}
+{#- Landed files as a list literal of globs that match only themselves (glob_escape), so a file named
+    with [ ] * ? is read as it is named. -#}
+{% macro sql_file_list(files) -%}
+    {%- set escaped = [] -%}
+    {%- for file in files -%}{%- do escaped.append(glob_escape(file)) -%}{%- endfor -%}
+    {{- sql_string_list(escaped) -}}
 {%- endmacro %}
 
 {% macro sql_string_list(values) -%}
@@ -91,59 +104,297 @@
 {#- FOCUS exports (CSV and Parquet, 1.0 to 1.2) as text columns with every spec column present.
     Missing spec columns are null; extra columns are kept; nothing is typed yet (staging does it). -#}
 {% macro read_focus_exports(relative_dir) -%}
-    {{ read_bill_files(relative_dir, focus_columns(), check_columns=true) }}
+    {{ read_bill_files(relative_dir, focus_columns()) }}
+{%- endmacro %}
+
+{#- The bill formats, each a folder under <landing>/billing/. -#}
+{% macro bill_formats() -%}
+    {{ return(['focus', 'aws_cur', 'azure', 'gcp', 'oci']) }}
+{%- endmacro %}
+
+{#- The landed data files of one bill format (its folder's CSV, gzip CSV, Parquet; for GCP also JSON lines),
+    sorted; a provider's manifest (`*Manifest.json`, `manifest.json`) is metadata, never data. -#}
+{% macro bill_data_files(format) -%}
+    {%- set dir = 'billing/' ~ format -%}
+    {%- set files = landing_files(dir ~ '/**/*.csv') + landing_files(dir ~ '/**/*.csv.gz')
+        + landing_files(dir ~ '/**/*.parquet') -%}
+    {%- if format == 'gcp' -%}
+        {%- for extension in ['json', 'jsonl', 'json.gz', 'jsonl.gz'] -%}
+            {%- for file in landing_files(dir ~ '/**/*.' ~ extension)
+                if not modules.re.search('(?i)manifest[^/]*\\.json$', file) -%}
+                {%- do files.append(file) -%}
+            {%- endfor -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {{ return(files | unique | sort) }}
+{%- endmacro %}
+
+{#- The file types a bill format's folder reads, for messages. -#}
+{% macro bill_file_types(format) -%}
+    {{ return('.csv, .csv.gz, .parquet' ~ (', .json, .jsonl, .json.gz, .jsonl.gz' if format == 'gcp' else '')) }}
+{%- endmacro %}
+
+{#- The bill files a base model reads: those stg_landing__bill_files accepted (file_status 'read'). Every
+    other landed bill file has a reason there, and in rpt_quarantine. Empty while parsing. -#}
+{% macro bill_files_to_read(format) -%}
+    {%- set relation = ref('stg_landing__bill_files') -%}
+    {%- set links = ref('stg_landing__links') if target.type != 'spark' else none -%}
+    {%- if not execute -%}{{ return([]) }}{%- endif -%}
+    {%- if load_relation(relation) is none -%}
+        {#- compiled before the landing model was built (dbt compile, sqlfluff): the same decision, made here -#}
+        {%- set files = [] -%}
+        {%- for fact in bill_landing_facts(links) if fact.bill_format == format and fact.file_status == 'read' -%}
+            {%- do files.append(fact.source_file) -%}
+        {%- endfor -%}
+        {{ return(files) }}
+    {%- endif -%}
+    {%- set result = run_query(
+        "select source_file from " ~ relation ~ " where bill_format = '" ~ format
+        ~ "' and file_status = 'read' order by source_file"
+    ) -%}
+    {{ return(result.columns[0].values() | list) }}
+{%- endmacro %}
+
+{#- The columns a landed bill file of a format must have: the var gpucost_required_bill_columns (one
+    definition, read by `gpucost validate` too). An entry `a|b` is met by either spelling (legacy CUR
+    `lineItem/UnblendedCost` or CUR 2.0 `line_item_unblended_cost`). FOCUS files also need BillingCurrency
+    unless gpucost_default_billing_currency declares it. -#}
+{% macro required_bill_columns(format) -%}
+    {%- set required = (var('gpucost_required_bill_columns', {}).get(format) or []) | list -%}
+    {%- if format == 'focus' and not var('gpucost_default_billing_currency', none)
+        and 'BillingCurrency' not in required -%}
+        {%- do required.append('BillingCurrency') -%}
+    {%- endif -%}
+    {{ return(required) }}
+{%- endmacro %}
+
+{#- The column names a format's reader knows (and the required ones), for messages. -#}
+{% macro known_bill_columns(format) -%}
+    {%- set names = [] -%}
+    {%- for entry in required_bill_columns(format) -%}{%- do names.extend(entry.split('|')) -%}{%- endfor -%}
+    {%- if format == 'focus' -%}{%- do names.extend(focus_columns()) -%}
+    {%- elif format == 'aws_cur' -%}{%- do names.extend(aws_cur_columns()) -%}
+    {%- elif format == 'azure' -%}{%- do names.extend(azure_columns()) -%}
+    {%- elif format == 'oci' -%}{%- do names.extend(oci_columns()) -%}
+    {%- endif -%}
+    {{ return(names) }}
+{%- endmacro %}
+
+{#- FOCUS datasets other than cost and usage, recognised by a column only they have. Such a file in the
+    FOCUS folder is skipped with a note (not cost-and-usage money), never read as bill lines. -#}
+{% macro other_focus_datasets() -%}
+    {{ return({'ContractCommitmentId': 'FOCUS Contract Commitment dataset'}) }}
+{%- endmacro %}
+
+{#- What every landed bill file is, decided once (stg_landing__bill_files): a list of dicts with
+    source_file, bill_format, file_status (read | empty | rejected | other_dataset), file_reason and its
+    delivery (deliveries.sql, bill_deliveries). A file is rejected, with the reason, when it is not what its
+    name says (gzip data named .csv, no Parquet magic), is not UTF-8 text, or lacks a required column; the
+    build goes on with the others. -#}
+{% macro bill_landing_facts(links=none) -%}
+    {%- set refused = outside_links(links) -%}
+    {%- set facts = [] -%}
+    {%- for format in bill_formats() -%}
+        {%- set files = bill_data_files(format) -%}
+        {%- set required = required_bill_columns(format) -%}
+        {%- set inside = files | reject('in', refused) | list -%}
+        {%- set checked = landed_file_checks(inside) if inside else {} -%}
+        {%- for file in files -%}
+            {%- set check = checked.get(file, {'size': none, 'problem': none}) -%}
+            {%- set fact = {'source_file': file, 'bill_format': format, 'file_status': 'read', 'file_reason': none} -%}
+            {%- if file in refused -%}
+                {%- do fact.update({'file_status': 'rejected',
+                    'file_reason': 'a symbolic link whose target is outside the landing zone: refused, not read'}) -%}
+            {%- elif check.size == 0 -%}
+                {%- do fact.update({'file_status': 'empty', 'file_reason': 'empty bill file (0 bytes): nothing to read'}) -%}
+            {%- elif check.problem -%}
+                {%- do fact.update({'file_status': 'rejected', 'file_reason': check.problem}) -%}
+            {%- else -%}
+                {%- set found = landed_file_columns(file) -%}
+                {%- set found_lower = found | map('lower') | list -%}
+                {%- set missing = [] -%}
+                {%- for entry in required -%}
+                    {%- set spellings = entry.split('|') -%}
+                    {%- if not (spellings | map('lower') | select('in', found_lower) | list) -%}
+                        {%- do missing.append(entry) -%}
+                    {%- endif -%}
+                {%- endfor -%}
+                {%- set other = namespace(name=none) -%}
+                {%- for column, dataset in other_focus_datasets().items() if format == 'focus' -%}
+                    {%- if column | lower in found_lower and 'billedcost' not in found_lower -%}
+                        {%- set other.name = dataset -%}
+                    {%- endif -%}
+                {%- endfor -%}
+                {%- if other.name -%}
+                    {%- do fact.update({'file_status': 'other_dataset',
+                        'file_reason': 'not cost and usage: ' ~ other.name ~ ', skipped'}) -%}
+                {%- elif missing -%}
+                    {#- names only the columns the format knows: a file's other "column names" could be
+                        the first line of anything (a symlink's target), never echoed -#}
+                    {%- set known = known_bill_columns(format) | map('lower') | list -%}
+                    {%- set recognised = [] -%}
+                    {%- for column in found if column | lower in known -%}{%- do recognised.append(column) -%}{%- endfor -%}
+                    {%- do fact.update({'file_status': 'rejected', 'file_reason': 'missing required column(s) '
+                        ~ missing | join(', ') ~ ' (found ' ~ found | length ~ ' columns'
+                        ~ ((', of them ' ~ recognised[:12] | join(', ') ~ (', ...' if recognised | length > 12 else ''))
+                           if recognised else ', none a known ' ~ format ~ ' column') ~ ')'}) -%}
+                {%- endif -%}
+            {%- endif -%}
+            {%- do facts.append(fact) -%}
+        {%- endfor -%}
+        {#- every other landed file of the folder (not a manifest): a type no reader reads, never ignored -#}
+        {%- for file in landing_files('billing/' ~ format ~ '/**/*') if file not in files
+            and not modules.re.search('(?i)manifest[^/]*\.json$', file) -%}
+            {%- do facts.append({'source_file': file, 'bill_format': format, 'file_status': 'rejected',
+                'file_reason': 'not a bill file type this folder reads (' ~ bill_file_types(format)
+                ~ '): rename or convert it'}) -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {{ return(bill_deliveries(facts)) }}
+{%- endmacro %}
+
+{#- The landed files that are symlinks to a target outside the landing zone (stg_landing__links; none
+    when that model is not built: the spark target, or a selection without it). -#}
+{% macro outside_links(links) -%}
+    {%- if links is none or load_relation(links) is none -%}{{ return([]) }}{%- endif -%}
+    {%- set result = run_query("select source_file from " ~ links ~ " where is_target_outside") -%}
+    {{ return(result.columns[0].values() | list) }}
+{%- endmacro %}
+
+{#- Per landed file: its size and, when its bytes are not what its name says, the problem (one query). -#}
+{% macro landed_file_checks(files) -%}
+    {{ return(adapter.dispatch('landed_file_checks', 'gpucost')(files)) }}
+{%- endmacro %}
+
+{% macro default__landed_file_checks(files) -%}
+    {%- set result = run_query(
+        "select filename, size,"
+        ~ " size >= 2 and content[1:2] = '\\x1F\\x8B'::blob as is_gzip,"
+        ~ " size >= 8 and content[1:4] = 'PAR1'::blob and content[-4:] = 'PAR1'::blob as is_parquet,"
+        ~ " try(decode(content)) is null as is_not_utf8"
+        ~ " from read_blob(" ~ sql_file_list(files) ~ ")"
+    ) -%}
+    {{ return(landed_file_problems(result.rows)) }}
+{%- endmacro %}
+
+{#- rows of (filename, size, is_gzip, is_parquet, is_not_utf8) -> {file: {size, problem}}. -#}
+{% macro landed_file_problems(rows) -%}
+    {%- set checked = {} -%}
+    {%- for filename, size, is_gzip, is_parquet, is_not_utf8 in rows -%}
+        {%- set name = filename | lower -%}
+        {%- set problem = none -%}
+        {%- if size == 0 -%}
+        {%- elif name.endswith('.parquet') and not is_parquet -%}
+            {%- set problem = 'not a Parquet file (no PAR1 magic at its start and end): truncated or misnamed' -%}
+        {%- elif name.endswith('.gz') and not is_gzip -%}
+            {%- set problem = 'not gzip data although named .gz: misnamed, or re-export it compressed' -%}
+        {%- elif not name.endswith('.gz') and not name.endswith('.parquet') and is_gzip -%}
+            {%- set problem = 'gzip-compressed data in a file not named .gz: rename it to end in .gz' -%}
+        {%- elif not name.endswith('.gz') and not name.endswith('.parquet') and is_not_utf8 -%}
+            {%- set problem = 'not UTF-8 encoded text: re-export it as UTF-8 (or convert, e.g.'
+                ~ ' iconv -f latin1 -t utf-8 in.csv > out.csv)' -%}
+        {%- endif -%}
+        {%- do checked.update({filename: {'size': size, 'problem': problem}}) -%}
+    {%- endfor -%}
+    {{ return(checked) }}
+{%- endmacro %}
+
+{#- The column names of one landed file, as its reader will see them. -#}
+{% macro landed_file_columns(file) -%}
+    {{ return(adapter.dispatch('landed_file_columns', 'gpucost')(file)) }}
+{%- endmacro %}
+
+{% macro default__landed_file_columns(file) -%}
+    {%- set name = file | lower -%}
+    {%- if name.endswith('.parquet') -%}
+        {%- set query = "describe select * from read_parquet(" ~ quote_text(glob_escape(file)) ~ ")" -%}
+    {%- elif name.endswith('.csv') or name.endswith('.csv.gz') -%}
+        {%- set query = "describe select * from read_csv(" ~ quote_text(glob_escape(file))
+            ~ ", header = true, all_varchar = true, compression = '"
+            ~ ('gzip' if name.endswith('.gz') else 'none') ~ "')" -%}
+    {%- else -%}
+        {%- set query = "describe select * from read_json(" ~ quote_text(glob_escape(file))
+            ~ ", format = 'newline_delimited', maximum_object_size = 268435456, compression = '"
+            ~ ('gzip' if name.endswith('.gz') else 'none') ~ "')" -%}
+    {%- endif -%}
+    {{ return(run_query(query).columns[0].values() | list) }}
 {%- endmacro %}
 
 {#- Bill files of any format under a landing folder (CSV, gzip CSV, Parquet), as text: every name in
     `columns` present (null when a file lacks it), extra columns kept, each row with its file and data row
-    number. Nested Parquet values (maps, structs, lists: CUR 2.0 resource_tags, GCP credits) become JSON
-    text, so staging reads one representation whatever the file type. -#}
-{% macro read_bill_files(relative_dir, columns, check_columns=false) -%}
-    {{ return(adapter.dispatch('read_bill_files', 'gpucost')(relative_dir, columns, check_columns)) }}
+    number. Only the files stg_landing__bill_files accepted are read. Nested Parquet values (maps, structs,
+    lists: CUR 2.0 resource_tags, GCP credits) become JSON text, so staging reads one representation
+    whatever the file type. Column names come from the files: each is quoted by quote_identifier. A
+    Parquet money column stored as floating point makes the build warn, naming the file. -#}
+{% macro read_bill_files(relative_dir, columns) -%}
+    {{ return(adapter.dispatch('read_bill_files', 'gpucost')(relative_dir, columns)) }}
 {%- endmacro %}
 
-{% macro default__read_bill_files(relative_dir, columns, check_columns=false) -%}
-    {%- set csv_files = distinct_content_files(
-        landing_files(relative_dir ~ '/**/*.csv') + landing_files(relative_dir ~ '/**/*.csv.gz')
-    ) -%}
-    {%- set parquet_files = distinct_content_files(landing_files(relative_dir ~ '/**/*.parquet')) -%}
-    {%- if check_columns -%}{%- do check_focus_columns(csv_files, parquet_files) -%}{%- endif -%}
+{% macro default__read_bill_files(relative_dir, columns) -%}
+    {%- set files = bill_files_to_read(relative_dir.split('/')[-1]) -%}
+    {%- set csv_files = [] -%}
+    {%- set gzip_files = [] -%}
+    {%- set parquet_files = [] -%}
+    {%- for file in files -%}
+        {%- if (file | lower).endswith('.parquet') -%}{%- do parquet_files.append(file) -%}
+        {%- elif (file | lower).endswith('.gz') -%}{%- do gzip_files.append(file) -%}
+        {%- else -%}{%- do csv_files.append(file) -%}{%- endif -%}
+    {%- endfor -%}
     select
         {% for column in columns -%}
-        cast(null as string) as "{{ column }}",
+        cast(null as string) as {{ quote_identifier(column) }},
         {% endfor -%}
         cast(null as string) as filename,
         cast(null as bigint) as source_row_number
     where false
-    {%- if csv_files %}
+    {%- for text_files, compression in [(csv_files, 'none'), (gzip_files, 'gzip')] if text_files %}
     union all by name
     select
         * exclude (filename),
         filename,
         row_number() over (partition by filename) as source_row_number
     from read_csv(
-        {{ sql_string_list(csv_files) }},
-        {{ text_csv_options() }}
+        {{ sql_file_list(text_files) }},
+        {{ text_csv_options() }},
+        compression = '{{ compression }}'
     )
-    {%- endif %}
+    {%- endfor %}
     {%- if parquet_files %}
+    {%- do warn_float_money(parquet_files) -%}
     {%- set parquet_source -%}
-        read_parquet({{ sql_string_list(parquet_files) }}, union_by_name = true, filename = true, file_row_number = true)
+        read_parquet({{ sql_file_list(parquet_files) }}, union_by_name = true, filename = true, file_row_number = true)
     {%- endset -%}
     {%- set described = run_query("describe select * from " ~ parquet_source) %}
     union all by name
     select
         {% for row in described.rows if row[0] not in ('filename', 'file_row_number') -%}
         {%- if row[1].startswith('MAP') or row[1].startswith('STRUCT') or row[1].endswith(']') -%}
-        cast(to_json("{{ row[0] }}") as string) as "{{ row[0] }}",
+        cast(to_json({{ quote_identifier(row[0]) }}) as string) as {{ quote_identifier(row[0]) }},
         {%- else -%}
-        cast("{{ row[0] }}" as string) as "{{ row[0] }}",
+        cast({{ quote_identifier(row[0]) }} as string) as {{ quote_identifier(row[0]) }},
         {%- endif %}
         {% endfor -%}
         filename,
         file_row_number + 1 as source_row_number
     from {{ parquet_source }}
     {%- endif %}
+{%- endmacro %}
+
+{#- Money a Parquet file stores as FLOAT / DOUBLE is already rounded (binary floating point cannot hold
+    0.1): the build reads it but warns, naming each file and column. Money columns: names with `cost`,
+    `amount`, `price` or `fee` in them. -#}
+{% macro warn_float_money(parquet_files) -%}
+    {%- set result = run_query(
+        "select file_name, name from parquet_schema(" ~ sql_file_list(parquet_files) ~ ")"
+        ~ " where type in ('FLOAT', 'DOUBLE')"
+        ~ " and regexp_matches(lower(name), 'cost|amount|price|fee') order by 1, 2"
+    ) -%}
+    {%- for file_name, name in result.rows -%}
+        {%- do exceptions.warn(
+            "Parquet bill file " ~ file_name ~ " stores money column " ~ name ~ " as floating point:"
+            ~ " its amounts may already be rounded; export it as DECIMAL or text for exact money."
+        ) -%}
+    {%- endfor -%}
 {%- endmacro %}
 
 {#- Columns of FOCUS 1.0 - 1.4 that the warehouse reads (others pass through untouched). -#}
@@ -218,7 +469,8 @@
 {%- endmacro %}
 
 {% macro default__remove_unlanded_prometheus_files(relative_dir) -%}
-    {%- set pattern = landing_path(relative_dir) | replace("'", "''") -%}
+    {#- the landing dir is literal (glob_escape): a dir named with [1] must not make every file unlanded -#}
+    {%- set pattern = (glob_escape(var('gpucost_landing_dir')) ~ '/' ~ relative_dir) | replace("'", "''") -%}
     {%- set unlanded -%}
         source_file_size is not null
         and source_file not in (select file from glob('{{ pattern }}/**/*'))

@@ -91,47 +91,29 @@
 
 {#- A landed text field: null for both spellings of null in real exports (empty, the literal NULL). -#}
 {% macro spark_text(column) -%}
-    case when trim(`{{ column }}`) in ('', 'NULL') then null else `{{ column }}` end
+    case when trim({{ quote_identifier(column) }}) in ('', 'NULL') then null else {{ quote_identifier(column) }} end
 {%- endmacro %}
 
 {#- Bill files (CSV, gzip CSV, Parquet) as text, every name in `columns` present, extra columns kept
-    (union by name across files), each row with its file and data row number. -#}
-{% macro spark__read_bill_files(relative_dir, columns, check_columns=false) -%}
-    {%- set csv_files = distinct_content_files(
-        landing_files(relative_dir ~ '/**/*.csv') + landing_files(relative_dir ~ '/**/*.csv.gz')
-    ) -%}
-    {%- set parquet_files = distinct_content_files(landing_files(relative_dir ~ '/**/*.parquet')) -%}
+    (union by name across files), each row with its file and data row number. Only the files
+    stg_landing__bill_files accepted are read (as on DuckDB). -#}
+{% macro spark__read_bill_files(relative_dir, columns) -%}
+    {%- set files = bill_files_to_read(relative_dir.split('/')[-1]) -%}
     {%- set views = [] -%}
-    {%- for file in csv_files -%}
-        {%- do views.append(spark_file_view(file, 'csv', options={'header': 'true', 'multiLine': 'true', 'escape': '"'})) -%}
-    {%- endfor -%}
-    {%- for file in parquet_files -%}
-        {%- do views.append(spark_file_view(file, 'parquet')) -%}
+    {%- for file in files -%}
+        {%- if (file | lower).endswith('.parquet') -%}
+            {%- do views.append(spark_file_view(file, 'parquet')) -%}
+        {%- else -%}
+            {%- do views.append(spark_file_view(file, 'csv', options={'header': 'true', 'multiLine': 'true', 'escape': '"'})) -%}
+        {%- endif -%}
     {%- endfor -%}
     {%- set all_columns = columns | list -%}
     {%- for view in views -%}
         {%- for column in view.columns if column not in all_columns -%}{%- do all_columns.append(column) -%}{%- endfor -%}
     {%- endfor -%}
-    {%- if check_columns -%}
-        {%- set required = ['BilledCost', 'EffectiveCost', 'BillingPeriodStart', 'ChargePeriodStart', 'ChargePeriodEnd'] -%}
-        {%- if not var('gpucost_default_billing_currency', none) -%}{%- do required.append('BillingCurrency') -%}{%- endif -%}
-        {%- set problems = [] -%}
-        {%- for view in views -%}
-            {%- set found = view.columns | map('lower') | list -%}
-            {%- set missing = [] -%}
-            {%- for column in required if column | lower not in found -%}{%- do missing.append(column) -%}{%- endfor -%}
-            {%- if missing -%}{%- do problems.append((csv_files + parquet_files)[loop.index0] ~ ": missing " ~ missing | join(", ")) -%}{%- endif -%}
-        {%- endfor -%}
-        {%- if problems -%}
-            {{ exceptions.raise_compiler_error(
-                "FOCUS export(s) without the columns the warehouse needs (renamed or not a FOCUS file?):\n  "
-                ~ problems | join("\n  ")
-            ) }}
-        {%- endif -%}
-    {%- endif -%}
     select
         {% for column in all_columns -%}
-        cast(null as string) as `{{ column }}`,
+        cast(null as string) as {{ quote_identifier(column) }},
         {% endfor -%}
         cast(null as string) as filename,
         cast(null as bigint) as source_row_number
@@ -141,15 +123,43 @@
     select
         {% for column in all_columns -%}
         {%- if column in view.columns -%}
-        {{ spark_text(column) }} as `{{ column }}`,
+        {{ spark_text(column) }} as {{ quote_identifier(column) }},
         {%- else -%}
-        cast(null as string) as `{{ column }}`,
+        cast(null as string) as {{ quote_identifier(column) }},
         {%- endif %}
         {% endfor -%}
         regexp_replace(input_file_name(), '^file:(//)?', '') as filename,
         row_number() over (order by monotonically_increasing_id()) as source_row_number
     from {{ view.name }}
     {%- endfor %}
+{%- endmacro %}
+
+{#- As default__landed_file_checks, from Spark's binaryFile source. -#}
+{% macro spark__landed_file_checks(files) -%}
+    {%- set result = run_query(
+        "select regexp_replace(path, '^file:(//)?', '') as filename, length,"
+        ~ " length >= 2 and substring(content, 1, 2) = X'1F8B' as is_gzip,"
+        ~ " length >= 8 and substring(content, 1, 4) = X'50415231'"
+        ~ " and substring(content, length - 3, 4) = X'50415231' as is_parquet,"
+        ~ " not is_valid_utf8(content) as is_not_utf8"
+        ~ " from " ~ spark_landed_files_where(files)
+    ) -%}
+    {{ return(landed_file_problems(result.rows)) }}
+{%- endmacro %}
+
+{% macro spark__landed_file_columns(file) -%}
+    {%- if (file | lower).endswith('.parquet') -%}
+        {{ return(spark_file_view(file, 'parquet').columns) }}
+    {%- endif -%}
+    {{ return(spark_file_view(file, 'csv', options={'header': 'true', 'multiLine': 'true', 'escape': '"'}).columns) }}
+{%- endmacro %}
+
+{% macro spark__landed_texts(files) -%}
+    {%- set result = run_query(
+        "select regexp_replace(path, '^file:(//)?', '') as filename, cast(content as string)"
+        ~ " from " ~ spark_landed_files_where(files) ~ " order by 1"
+    ) -%}
+    {{ return(result.rows) }}
 {%- endmacro %}
 
 {#- On spark the telemetry staging tables are rebuilt from every landed file on each run (incremental over
@@ -444,7 +454,7 @@
 {% macro spark_landed_files_where(files) -%}
     {{ spark_landed_files_view() }}
     where regexp_replace(path, '^file:(//)?', '') in (
-        {%- for file in files %}'{{ file }}'{{ ", " if not loop.last }}{% endfor -%}
+        {%- for file in files %}{{ quote_text(file) }}{{ ", " if not loop.last }}{% endfor -%}
     )
 {%- endmacro %}
 

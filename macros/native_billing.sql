@@ -92,9 +92,9 @@
     `user:` prefix), value = the column; null when the line has no tag. -#}
 {% macro tag_columns_json(columns, strip) -%}
     {%- if columns -%}
-    case when coalesce({% for column in columns %}"{{ column }}"{{ ", " if not loop.last }}{% endfor %}) is not null then cast(json_object(
+    case when coalesce({% for column in columns %}{{ quote_identifier(column) }}{{ ", " if not loop.last }}{% endfor %}) is not null then cast(json_object(
         {%- for column in columns %}
-        '{{ column[strip | length:] | replace("user:", "", 1) | replace("'", "''") }}', "{{ column }}"{{ "," if not loop.last }}
+        {{ quote_text(column[strip | length:] | replace("user:", "", 1)) }}, {{ quote_identifier(column) }}{{ "," if not loop.last }}
         {%- endfor %}
     ) as string) end
     {%- else -%}
@@ -115,48 +115,51 @@
     it, Parquet, or CSV with dotted column names such as `project.id`), one JSON object text per row in
     `row_json` with its file and row. Nested fields (credits, labels, project) stay nested. -#}
 {% macro read_gcp_billing_exports(relative_dir) -%}
-    {%- set json_files = distinct_content_files(
-        landing_files(relative_dir ~ '/**/*.json') + landing_files(relative_dir ~ '/**/*.jsonl')
-        + landing_files(relative_dir ~ '/**/*.json.gz') + landing_files(relative_dir ~ '/**/*.jsonl.gz')
-    ) -%}
-    {%- set csv_files = distinct_content_files(
-        landing_files(relative_dir ~ '/**/*.csv') + landing_files(relative_dir ~ '/**/*.csv.gz')
-    ) -%}
-    {%- set parquet_files = distinct_content_files(landing_files(relative_dir ~ '/**/*.parquet')) -%}
+    {%- set files = bill_files_to_read(relative_dir.split('/')[-1]) -%}
+    {%- set groups = {'json': [], 'json_gzip': [], 'csv': [], 'csv_gzip': [], 'parquet': []} -%}
+    {%- for file in files -%}
+        {%- set name = file | lower -%}
+        {%- set kind = 'parquet' if name.endswith('.parquet') else ('csv' if '.csv' in name else 'json') -%}
+        {%- do groups[kind ~ ('_gzip' if name.endswith('.gz') else '')].append(file) -%}
+    {%- endfor -%}
     select
         cast(null as string) as row_json,
         cast(null as string) as filename,
         cast(null as bigint) as source_row_number
     where false
-    {%- if json_files %}
+    {%- for kind in ['json', 'json_gzip'] if groups[kind] %}
     union all
     select
         cast(json as string) as row_json,
         filename,
         row_number() over (partition by filename) as source_row_number
     from read_json_objects(
-        {{ sql_string_list(json_files) }},
+        {{ sql_file_list(groups[kind]) }},
         format = 'newline_delimited',
         filename = true,
-        maximum_object_size = 268435456
+        maximum_object_size = 268435456,
+        compression = '{{ "gzip" if kind.endswith("gzip") else "none" }}'
     )
-    {%- endif %}
-    {%- if csv_files %}
+    {%- endfor %}
+    {%- for kind in ['csv', 'csv_gzip'] if groups[kind] %}
     union all
     select
         cast(to_json(csv_rows) as string) as row_json,
         csv_rows.filename,
         row_number() over (partition by csv_rows.filename) as source_row_number
-    from read_csv({{ sql_string_list(csv_files) }}, {{ text_csv_options() }}) as csv_rows
-    {%- endif %}
-    {%- if parquet_files %}
+    from read_csv(
+        {{ sql_file_list(groups[kind]) }}, {{ text_csv_options() }},
+        compression = '{{ "gzip" if kind.endswith("gzip") else "none" }}'
+    ) as csv_rows
+    {%- endfor %}
+    {%- if groups.parquet %}
     union all
     select
         cast(to_json(parquet_rows) as string) as row_json,
         parquet_rows.filename,
         parquet_rows.file_row_number + 1 as source_row_number
     from read_parquet(
-        {{ sql_string_list(parquet_files) }}, union_by_name = true, filename = true, file_row_number = true
+        {{ sql_file_list(groups.parquet) }}, union_by_name = true, filename = true, file_row_number = true
     ) as parquet_rows
     {%- endif %}
 {%- endmacro %}

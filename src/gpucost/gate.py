@@ -1,12 +1,15 @@
 """The CI reconciliation gate: validate the landing zone, build, and prove the bill reconciles.
 
     gpucost gate [--landing DIR] [--warehouse FILE] [--max-quarantined-lines N]
-                 [--max-quarantined-amount X] [--skip-validation]
+                 [--max-quarantined-amount X] [--allow-duplicates] [--skip-validation]
 
 Runs, in order: the Great Expectations checkpoint on the landing zone (``gpucost validate``),
 ``dbt build``, then prints the reconciliation report (per provider, billing account, invoice and
 month: billed, allocated, quarantined, residual) and exits non-zero, printing the offending
-lines, when any residual is not exactly zero or the quarantine exceeds the tolerance.
+lines, when any residual is not exactly zero, when bill rows were landed twice (duplicated money,
+unless ``--allow-duplicates`` or GPUCOST_GATE_ALLOW_DUPLICATES=1), or when quarantined bill
+lines or files exceed the tolerance (default none). A restated delivery's replaced lines and a FOCUS
+dataset other than cost and usage are reported, never failures.
 
 Exit codes: 0 reconciled; 1 a residual or the quarantine is over tolerance; 2 the landing zone
 failed validation or is missing; otherwise dbt's own exit code.
@@ -15,6 +18,7 @@ failed validation or is missing; otherwise dbt's own exit code.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -51,13 +55,27 @@ class GateResult:
         return not self.failures
 
 
+#: rpt_quarantine reasons reported but never failing the gate: a delivery replaced by a later one (a
+#: restatement is how bills are corrected) and a FOCUS dataset other than cost and usage.
+NOTE_REASONS = ("superseded_by_redelivery:", "not cost and usage:")
+#: the copies of rows another landed file already holds (counted once in the bill).
+DUPLICATE_REASON = "duplicate_of:"
+
+
 def evaluate(
     reconciliation: list[tuple[Any, ...]],
     quarantine: list[tuple[Any, ...]],
     max_quarantined_lines: int = 0,
     max_quarantined_amount: Decimal = Decimal(0),
+    allow_duplicates: bool = False,
 ) -> GateResult:
-    """Judge reconciliation and quarantine rows (pure: rows in, report and failures out)."""
+    """Judge reconciliation and quarantine rows (pure: rows in, report and failures out).
+
+    Quarantine rows are (source_kind, reason, records, files, billed money, example file). Bill rows
+    (source_kind ``billing/...``) fall in three buckets: notes (NOTE_REASONS), duplicates
+    (DUPLICATE_REASON: fail unless ``allow_duplicates``) and quarantined lines or files (fail beyond
+    the tolerance).
+    """
     result = GateResult()
     header = (
         f"{'provider':<10} {'account':<16} {'invoice':<18} {'month':<10} {'ccy':<4}"
@@ -78,13 +96,22 @@ def evaluate(
                 f" {ccy}: billed {billed:f} - allocated {allocated:f} - quarantined"
                 f" {quarantined:f} = {residual:f} (effective residual {effective_residual:f})"
             )
-    lines = sum(int(row[2]) for row in quarantine if row[0] == "billing/focus")
-    amount = sum((Decimal(row[4]) for row in quarantine), Decimal(0))
+    bills = [row for row in quarantine if str(row[0]).startswith("billing/")]
+    notes = [row for row in bills if str(row[1]).startswith(NOTE_REASONS)]
+    duplicates = [row for row in bills if str(row[1]).startswith(DUPLICATE_REASON)]
+    held = [row for row in bills if row not in notes and row not in duplicates]
+    lines = sum(int(row[2]) for row in held)
+    amount = sum((Decimal(row[4]) for row in held), Decimal(0))
+    duplicated_lines = sum(int(row[2]) for row in duplicates)
+    duplicated = sum((Decimal(row[4]) for row in duplicates), Decimal(0))
     result.report.append("")
+    records = sum(int(row[2]) for row in quarantine)
     result.report.append(
-        f"Quarantine: {sum(int(row[2]) for row in quarantine)} records, {lines} bill lines,"
+        f"Quarantine: {records} records, {lines} bill lines or files,"
         f" {amount:,.2f} of bill money (tolerance: {max_quarantined_lines} lines,"
-        f" {max_quarantined_amount:,.2f})"
+        f" {max_quarantined_amount:,.2f}); {duplicated_lines} duplicate bill lines holding"
+        f" {duplicated:,.2f}"
+        f" ({'allowed' if allow_duplicates else 'not allowed'})"
     )
     for kind, reason, records, files, billed, example_file in quarantine:
         result.report.append(
@@ -99,6 +126,11 @@ def evaluate(
         result.failures.append(
             f"{amount:f} of quarantined bill money exceeds the tolerance of"
             f" {max_quarantined_amount:f}"
+        )
+    if duplicated_lines and not allow_duplicates:
+        result.failures.append(
+            f"{duplicated_lines} bill lines holding {duplicated:f} were landed more than once"
+            " (counted once; see rpt_quarantine duplicate_of); --allow-duplicates accepts them"
         )
     if not reconciliation:
         result.failures.append("no bill lines reconciled: is the billing folder empty?")
@@ -217,6 +249,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         *read_rows(warehouse),
         max_quarantined_lines=args.max_quarantined_lines,
         max_quarantined_amount=Decimal(args.max_quarantined_amount),
+        allow_duplicates=args.allow_duplicates,
     )
     telemetry = telemetry_gate(warehouse, project_dir, args.allow_telemetry_loss)
     result.report += telemetry.report
@@ -229,6 +262,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
         return 1
     print("\nGATE PASSED: every bill line reconciles to the cent")
     return 0
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -247,6 +284,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--max-quarantined-amount",
         default="0",
         help="absolute bill money allowed in quarantine, billing currency (default 0)",
+    )
+    parser.add_argument(
+        "--allow-duplicates",
+        action="store_true",
+        default=_env_flag("GPUCOST_GATE_ALLOW_DUPLICATES"),
+        help="pass although bill rows were landed more than once (they are counted once either way;"
+        " default: fail; env GPUCOST_GATE_ALLOW_DUPLICATES=1)",
     )
     parser.add_argument(
         "--skip-validation", action="store_true", help="skip the Great Expectations checkpoint"

@@ -373,12 +373,18 @@ def test_a_duplicate_file_and_an_empty_file_change_nothing(bill_cases, generated
     assert files[original] is None  # sorts first by path, so it is the one read
     assert files["resent_copy_of_export.csv"].endswith(original)
     assert files["case_zero_bytes.csv"] is None
-    ((lines,),) = bill_cases.sql(
-        "select count(*) from staging.stg_focus__charges where source_file like '%focus_export_%'"
+    # both are read; the copy's rows are duplicates (counted once, in rpt_quarantine with their money)
+    ((lines, copies),) = bill_cases.sql(
+        "select count(case when not is_superseded then 1 end),"
+        " count(case when is_duplicate and source_file like '%resent_copy%' then 1 end)"
+        " from staging.stg_focus__charges where source_file like '%focus_export_%'"
         " or source_file like '%resent_copy%'"
     )
     with next(month_folder(bill_cases.landing).glob("focus_export_*.csv")).open() as handle:
-        assert lines == sum(1 for _ in handle) - 1
+        assert lines == copies == sum(1 for _ in handle) - 1
+    assert bill_cases.sql(
+        "select file_status from staging.stg_landing__bill_files where source_file like '%case_zero_bytes.csv'"
+    ) == [("empty",)]
 
 
 def test_every_case_build_still_reconciles(bill_cases):
@@ -396,23 +402,8 @@ def test_every_case_build_still_reconciles(bill_cases):
 # --- inputs that must stop the build with a clear message ----------------------------------------
 
 
-def test_a_file_that_is_not_utf8_stops_the_build_naming_it(tiny_month, tmp_path):
-    landing = landing_copy(tiny_month, tmp_path)
-    path = write_focus(month_folder(landing) / "latin1.csv", [line("latin1")])
-    path.write_bytes(path.read_bytes().replace(b"EBS gp3 volume", b"volume caf\xe9"))
-    _, result = build(landing, tmp_path / "work")
-    assert result.returncode != 0
-    assert "not UTF-8 encoded" in result.stdout and "latin1.csv" in result.stdout
-
-
-def test_a_renamed_required_column_stops_the_build_naming_it(tiny_month, tmp_path):
-    landing = landing_copy(tiny_month, tmp_path)
-    header = ["Billed_Cost" if c == "BilledCost" else c for c in FOCUS_HEADER]
-    rows = [{("Billed_Cost" if k == "BilledCost" else k): v for k, v in line("renamed").items()}]
-    write_focus(month_folder(landing) / "renamed.csv", rows, header=header)
-    _, result = build(landing, tmp_path / "work")
-    assert result.returncode != 0
-    assert "renamed.csv: missing BilledCost" in result.stdout
+# A file that is not UTF-8, or lacks a required column, no longer stops the build: it is quarantined
+# with its reason while the good files build (tests/python/test_deliveries.py, one shared build).
 
 
 def test_truncated_json_is_quarantined_naming_the_file(tiny_month, tmp_path):

@@ -242,9 +242,9 @@ def _set_mtime(folder: Path, when: int) -> None:
 def restated(small_month, tmp_path_factory):
     """Two restated months whose delivery folders sort the wrong way round.
 
-    - legacy CUR: assemblyId GUID folders. The first delivery lands in ``f3c1...`` (file time
-      2026-11-02), the restatement (its first line + $10) in ``0a7e...`` (file time 2026-11-04):
-      by name the first would win, by file time the restatement does.
+    - legacy CUR: assemblyId GUID folders. The first delivery lands in ``f3c1...``, the restatement
+      (its first line + $10) in ``0a7e...``: by name the first would win; the report's top-level
+      ``<report>-Manifest.json`` names the current assembly (as AWS writes it), and it wins.
     - FOCUS, another billing account: export-time folders. ``20261104T000000Z`` holds the
       restatement (+$7) but its files were copied earlier (file time 2026-11-01) than the older
       ``20261102T000000Z`` delivery (file time 2026-11-05): the export's own time wins.
@@ -273,6 +273,17 @@ def restated(small_month, tmp_path_factory):
         writer.writerows(rows)
     _set_mtime(first, 1793577600)  # 2026-11-02
     _set_mtime(second, 1793750400)  # 2026-11-04
+    (period / "gpucost-cur-Manifest.json").write_text(
+        json.dumps(
+            {
+                "assemblyId": second.name,
+                "reportKeys": [
+                    f"cur/gpucost-cur/20261001-20261101/{second.name}/gpucost-cur-1.csv.gz"
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
 
     (focus_file,) = focus_copy.rglob("*.csv")
     with focus_file.open(newline="", encoding="utf-8") as handle:
@@ -296,7 +307,7 @@ def restated(small_month, tmp_path_factory):
     return warehouse, bill, len(rows), first.name, second.name
 
 
-def test_newest_delivery_wins_by_file_time_when_folders_do_not_sort(restated):
+def test_the_cur_manifest_names_the_newest_delivery_when_folders_do_not_sort(restated):
     warehouse, bill, line_count, first, second = restated
     got = warehouse.sql(
         "select sum(billed_cost), sum(bill_line_count), sum(superseded_line_count),"

@@ -55,6 +55,38 @@ def test_quarantine_over_tolerance_fails_under_tolerance_passes():
     assert evaluate([GOOD], quarantine, max_quarantined_lines=2, max_quarantined_amount=D("5")).ok
 
 
+def test_duplicated_money_fails_by_default_and_passes_when_allowed():
+    duplicates = [("billing/focus", "duplicate_of: a.csv row 1", 3, 1, D("9.00"), "a.parquet")]
+    strict = evaluate([GOOD], duplicates)
+    assert strict.failures == [
+        "3 bill lines holding 9.00 were landed more than once (counted once; see rpt_quarantine"
+        " duplicate_of); --allow-duplicates accepts them"
+    ]
+    assert evaluate([GOOD], duplicates, allow_duplicates=True).ok
+
+
+def test_a_restatement_and_another_focus_dataset_are_notes_not_failures():
+    notes = [
+        ("billing/focus", "superseded_by_redelivery: /l/billing/focus/b", 2, 1, D("5.00"), "a.csv"),
+        (
+            "billing/focus",
+            "not cost and usage: FOCUS Contract Commitment dataset, skipped",
+            1,
+            1,
+            D(0),
+            "c",
+        ),
+    ]
+    assert evaluate([GOOD], notes).ok
+
+
+def test_a_quarantined_native_bill_file_fails_like_a_focus_line():
+    rejected = [("billing/aws_cur", "missing required column(s) x", 1, 1, D(0), "cur.csv")]
+    assert evaluate([GOOD], rejected).failures == [
+        "1 quarantined bill lines exceed the tolerance of 0"
+    ]
+
+
 def test_an_empty_bill_fails():
     assert evaluate([], []).failures == ["no bill lines reconciled: is the billing folder empty?"]
 

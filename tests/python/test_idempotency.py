@@ -48,7 +48,28 @@ def test_landing_every_file_twice_changes_no_mart(generated_warehouse, tmp_path)
         shutil.copyfile(path, path.with_name("again_" + path.name))
     result = run_dbt(landing, tmp_path / "twice.duckdb", tmp_path, "build")
     assert result.returncode == 0, result.stdout[-4000:]
-    assert fingerprints(tmp_path / "twice.duckdb") == fingerprints(generated_warehouse.path)
+    twice, once = fingerprints(tmp_path / "twice.duckdb"), fingerprints(generated_warehouse.path)
+    # the copies of the bill rows are counted once and listed as duplicates: rpt_quarantine gains one
+    # duplicate_of row per copied line, rpt_reconciliation counts them; every other mart is unchanged
+    for listing in ("rpt_quarantine", "rpt_reconciliation"):
+        twice.pop(listing), once.pop(listing)
+    assert twice == once
+    with duckdb.connect(str(tmp_path / "twice.duckdb"), read_only=True) as con:
+        con.execute(f"attach '{generated_warehouse.path}' as once (read_only)")
+        columns = "* exclude (duplicate_line_count, duplicated_billed_cost)"
+        for left, right in (("marts", "once.marts"), ("once.marts", "marts")):
+            assert con.sql(
+                f"select count(*) from (select {columns} from {left}.rpt_reconciliation"
+                f" except select {columns} from {right}.rpt_reconciliation)"
+            ).fetchall() == [(0,)]
+        ((duplicates, billed_lines, other_new),) = con.sql(
+            "select (select sum(duplicate_line_count) from marts.rpt_reconciliation),"
+            " (select sum(bill_line_count) from marts.rpt_reconciliation where provider_name <> 'On-prem'),"
+            " (select count(*) from (select * exclude (quarantine_id) from marts.rpt_quarantine"
+            "  where quarantine_reason not like 'duplicate_of: %'"
+            "  except select * exclude (quarantine_id) from once.marts.rpt_quarantine))"
+        ).fetchall()
+    assert duplicates == billed_lines and other_new == 0
 
 
 def test_a_build_killed_midway_then_rerun_gives_identical_marts(generated_warehouse, tmp_path):

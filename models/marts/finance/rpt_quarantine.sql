@@ -19,6 +19,13 @@ dcgm_samples as (
 
 ),
 
+bill_files as (
+
+    select * from {{ ref('stg_landing__bill_files') }}
+    where file_status <> 'read'
+
+),
+
 onprem_items as (
 
     select * from {{ ref('stg_onprem__cost_items') }}
@@ -75,6 +82,25 @@ bill_lines as (
         billing_currency,
         billing_period_start
     from charges
+
+),
+
+bill_file_rows as (
+
+    -- a landed bill file not read (empty, rejected, another FOCUS dataset, a manifest's leftover): one row
+    select
+        'billing/' || bill_format as source_kind,
+        source_file,
+        cast(null as bigint) as source_row_number,
+        cast(null as string) as metric_name,
+        file_reason as quarantine_reason,
+        cast(1 as bigint) as record_count,
+        file_status as example_value,
+        cast(null as {{ money_type() }}) as billed_cost,
+        cast(null as {{ money_type() }}) as effective_cost,
+        cast(null as string) as billing_currency,
+        cast(null as date) as billing_period_start
+    from bill_files
 
 ),
 
@@ -157,6 +183,8 @@ slurm as (
 unioned as (
 
     select * from bill_lines
+    union all
+    select * from bill_file_rows
     union all
     select * from onprem
     union all

@@ -25,7 +25,9 @@ bill as (
         coalesce(billing_currency, '') as billing_currency,
         count(case when not is_superseded then 1 end) as bill_line_count,
         count(case when quarantine_reason is not null and not is_superseded then 1 end) as quarantined_line_count,
-        count(case when is_superseded then 1 end) as superseded_line_count,
+        count(case when is_superseded and not is_duplicate then 1 end) as superseded_line_count,
+        count(case when is_duplicate then 1 end) as duplicate_line_count,
+        sum(case when is_duplicate then billed_cost end) as duplicated_billed_cost,
         sum(case when not is_superseded then billed_cost end) as billed_cost,
         sum(case when not is_superseded then effective_cost end) as effective_cost,
         sum(case when quarantine_reason is not null and not is_superseded then billed_cost end)
@@ -73,11 +75,13 @@ final as (
         coalesce(bill.bill_line_count, 0) as bill_line_count,
         coalesce(bill.quarantined_line_count, 0) as quarantined_line_count,
         coalesce(bill.superseded_line_count, 0) as superseded_line_count,
+        coalesce(bill.duplicate_line_count, 0) as duplicate_line_count,
         coalesce(allocated.allocated_line_count, 0) as allocated_line_count,
         coalesce(allocated.allocation_row_count, 0) as allocation_row_count,
         cast(coalesce(bill.billed_cost, 0) as {{ money_type() }}) as billed_cost,
         cast(coalesce(allocated.billed_cost, 0) as {{ money_type() }}) as allocated_billed_cost,
         cast(coalesce(bill.quarantined_billed_cost, 0) as {{ money_type() }}) as quarantined_billed_cost,
+        cast(coalesce(bill.duplicated_billed_cost, 0) as {{ money_type() }}) as duplicated_billed_cost,
         cast(
             coalesce(bill.billed_cost, 0) - coalesce(allocated.billed_cost, 0)
             - coalesce(bill.quarantined_billed_cost, 0) as {{ money_type() }}

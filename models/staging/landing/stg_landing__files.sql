@@ -1,5 +1,5 @@
--- Every file in the landing zone: its kind, size and (for bills) content hash; a bill file whose bytes
--- equal an earlier one (re-sent, copied twice) is read once, and this says which file it duplicates.
+-- Every file in the landing zone: its kind, size and (for bills) content hash, and which earlier file a
+-- byte-identical bill file repeats (its rows are counted once by row identity, macros/bill_charges.sql).
 {%- set files = landing_files('**/*') %}
 {%- set bill_files = landing_files('billing/**/*') %}
 

@@ -1,0 +1,8 @@
+"""The landing zone's symlinks and whether its target is outside it (gpucost.landing_links)."""
+
+from gpucost.landing_links import links_table
+
+
+def model(dbt, session):
+    dbt.config(materialized="table")
+    return links_table(dbt.config.get("landing_dir"))
