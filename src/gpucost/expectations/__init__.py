@@ -108,7 +108,7 @@ REQUIRED_BILL_COLUMNS_VAR = "gpucost_required_bill_columns"
 def required_bill_columns() -> dict[str, list[str | list[str]]]:
     """The dbt var ``gpucost_required_bill_columns`` (dbt_project.yml): the columns a landed bill
     file must have, per folder under billing/, as the build reads them (one definition). An entry
-    is a column name, or a list of names of which one must be present. FOCUS also requires
+    is a column name, `a|b` or a list of names of which one must be present. FOCUS also requires
     BillingCurrency unless ``gpucost_default_billing_currency`` declares it, as the build does."""
     from gpucost.safe_output import default_project_dir, project_var
 
@@ -123,7 +123,10 @@ def required_bill_columns() -> dict[str, list[str | list[str]]]:
 
 
 def _names(entry: str | list[str]) -> list[str]:
-    return [entry] if isinstance(entry, str) else [str(name) for name in entry]
+    """An entry's alternative spellings: ``a|b`` (as the build's macro splits it) or a list."""
+    if isinstance(entry, str):
+        return [name.strip() for name in entry.split("|") if name.strip()]
+    return [str(name) for name in entry]
 
 
 def column_key(name: str) -> str:
