@@ -191,8 +191,9 @@
     delivery (deliveries.sql, bill_deliveries). A file is rejected, with the reason, when it is not what its
     name says (gzip data named .csv, no Parquet magic), is not UTF-8 text, or lacks a required column; the
     build goes on with the others. -#}
-{% macro bill_landing_facts(links=none) -%}
+{% macro bill_landing_facts(links=none, probes=none) -%}
     {%- set refused = outside_links(links) -%}
+    {%- set unreadable = unreadable_files(probes) -%}
     {%- set facts = [] -%}
     {%- for format in bill_formats() -%}
         {%- set files = bill_data_files(format) -%}
@@ -209,6 +210,8 @@
                 {%- do fact.update({'file_status': 'empty', 'file_reason': 'empty bill file (0 bytes): nothing to read'}) -%}
             {%- elif check.problem -%}
                 {%- do fact.update({'file_status': 'rejected', 'file_reason': check.problem}) -%}
+            {%- elif file in unreadable -%}
+                {%- do fact.update({'file_status': 'rejected', 'file_reason': unreadable[file]}) -%}
             {%- else -%}
                 {%- set found = landed_file_columns(file) -%}
                 {%- set found_lower = found | map('lower') | list -%}
@@ -259,6 +262,17 @@
     {%- if links is none or load_relation(links) is none -%}{{ return([]) }}{%- endif -%}
     {%- set result = run_query("select source_file from " ~ links ~ " where is_target_outside") -%}
     {{ return(result.columns[0].values() | list) }}
+{%- endmacro %}
+
+{#- The landed bill files that their reader cannot read through, each with the reader's error in one line
+    (stg_landing__bill_file_probes reads each file on its own: a truncated .csv.gz, a CSV row that does not
+    parse, a cut GCP JSON line); none when that model is not built (the spark target). -#}
+{% macro unreadable_files(probes) -%}
+    {%- if probes is none or load_relation(probes) is none -%}{{ return({}) }}{%- endif -%}
+    {%- set result = run_query("select source_file, read_error from " ~ probes) -%}
+    {%- set unreadable = {} -%}
+    {%- for source_file, read_error in result.rows -%}{%- do unreadable.update({source_file: read_error}) -%}{%- endfor -%}
+    {{ return(unreadable) }}
 {%- endmacro %}
 
 {#- Per landed file: its size and, when its bytes are not what its name says, the problem (one query). -#}

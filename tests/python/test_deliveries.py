@@ -206,6 +206,14 @@ def deliveries(tmp_path_factory) -> tuple[Warehouse, str]:
     shutil.move(inside, landing / "inside.csv")
     (focus / "linked_inside.csv").symlink_to(landing / "inside.csv")
     (focus / "bad" / "export.xlsx").write_bytes(b"PK\x03\x04 not read by any reader")
+    # files their reader cannot read through: refused alone, the rest of the folder builds
+    whole = gzip.compress(csv_path.read_bytes())
+    (focus / "bad" / "truncated.csv.gz").write_bytes(whole[: len(whole) // 2])
+    (landing / "billing" / "gcp").mkdir(parents=True)
+    (landing / "billing" / "gcp" / "cut.json").write_text(
+        '{"billing_account_id": "SECRET-TOKEN-8", "cost": 1.5, "currency": "USD"\n',
+        encoding="utf-8",
+    )
     (focus / "contract").mkdir()
     shutil.copyfile(CONTRACT, focus / "contract" / CONTRACT.name)
 
@@ -403,6 +411,8 @@ def test_floating_point_money_in_parquet_warns_naming_the_file(deliveries):
             "rejected",
             "not a bill file type this folder reads (.csv, .csv.gz, .parquet)",
         ),
+        ("truncated.csv.gz", "rejected", "unreadable: "),
+        ("cut.json", "rejected", "unreadable: "),
         (
             "contract_commitment_scenario_1.csv",
             "other_dataset",

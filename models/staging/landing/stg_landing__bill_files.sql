@@ -3,7 +3,8 @@
 -- the delivery folder, the delivery's time from the provider's manifest or its path, and whether an outer
 -- manifest names it current. The bill base models read only the files whose file_status is 'read'.
 {%- set links = ref('stg_landing__links') if target.type != 'spark' else none %}
-{%- set facts = bill_landing_facts(links) if execute else [] %}
+{%- set probes = ref('stg_landing__bill_file_probes') if target.type != 'spark' else none %}
+{%- set facts = bill_landing_facts(links, probes) if execute else [] %}
 
 with
 
