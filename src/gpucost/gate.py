@@ -56,8 +56,15 @@ class GateResult:
 
 
 #: rpt_quarantine reasons reported but never failing the gate: a delivery replaced by a later one (a
-#: restatement is how bills are corrected) and a FOCUS dataset other than cost and usage.
-NOTE_REASONS = ("superseded_by_redelivery:", "not cost and usage:")
+#: restatement is how bills are corrected), a line another line of the same bill already represents
+#: (Azure's actual and amortised exports of one charge) and a FOCUS dataset other than cost
+#: and usage.
+NOTE_REASONS = (
+    "superseded_by_redelivery:",
+    "represented_by_actual_export:",
+    "represented_by_amortized_export:",
+    "not cost and usage:",
+)
 #: the copies of rows another landed file already holds (counted once in the bill).
 DUPLICATE_REASON = "duplicate_of:"
 
