@@ -41,17 +41,35 @@
     {{- spark_seed_literal(value | string) -}}
 {%- endmacro %}
 
-{#- The files matching a glob under the landing zone (empty list while parsing). -#}
-{% macro landing_files(relative_glob) -%}
+{#- The files matching a glob under the landing zone (empty list while parsing). A file that is a symlink
+    (or under a symlinked folder) whose target is outside the landing zone is never listed, so no reader
+    opens it: rpt_quarantine lists it from stg_landing__links. stg_landing__bill_files asks for them
+    (include_refused) to give each refused bill file its own row. -#}
+{% macro landing_files(relative_glob, include_refused=false) -%}
     {%- if not execute -%}{{ return([]) }}{%- endif -%}
-    {{ return(adapter.dispatch('landing_files', 'gpucost')(relative_glob)) }}
+    {{ return(adapter.dispatch('landing_files', 'gpucost')(relative_glob, include_refused)) }}
 {%- endmacro %}
 
-{% macro default__landing_files(relative_glob) -%}
+{% macro default__landing_files(relative_glob, include_refused=false) -%}
     {#- the landing dir is a literal path: its [ ] * ? are escaped, only relative_glob is a pattern -#}
     {%- set pattern = glob_escape(var('gpucost_landing_dir')) ~ '/' ~ relative_glob -%}
-    {%- set result = run_query("select file from glob('" ~ pattern | replace("'", "''") ~ "') order by file") -%}
+    {%- set refused = 'false' -%}
+    {%- if not include_refused and outside_landing_check_available() -%}
+        {%- set refused = 'gpucost_outside_landing(file, ' ~ quote_text(var('gpucost_landing_dir')) ~ ')' -%}
+    {%- endif -%}
+    {%- set result = run_query(
+        "select file from glob('" ~ pattern | replace("'", "''") ~ "') where not " ~ refused ~ " order by file"
+    ) -%}
     {{ return(result.columns[0].values() | list) }}
+{%- endmacro %}
+
+{#- The symlink check is a Python function of the project's dbt-duckdb plugin (profiles.yml); a profile
+    without the plugin lists every file, links out of the zone included, as before. -#}
+{% macro outside_landing_check_available() -%}
+    {%- set found = run_query(
+        "select count(*) from duckdb_functions() where function_name = 'gpucost_outside_landing'"
+    ).columns[0].values() -%}
+    {{ return(found[0] > 0) }}
 {%- endmacro %}
 
 {#- Files with distinct bytes: a file landed twice (same content under another name, a re-sent export)
@@ -116,11 +134,11 @@
     sorted; a provider's manifest (`*Manifest.json`, `manifest.json`) is metadata, never data. -#}
 {% macro bill_data_files(format) -%}
     {%- set dir = 'billing/' ~ format -%}
-    {%- set files = landing_files(dir ~ '/**/*.csv') + landing_files(dir ~ '/**/*.csv.gz')
-        + landing_files(dir ~ '/**/*.parquet') -%}
+    {%- set files = landing_files(dir ~ '/**/*.csv', true) + landing_files(dir ~ '/**/*.csv.gz', true)
+        + landing_files(dir ~ '/**/*.parquet', true) -%}
     {%- if format == 'gcp' -%}
         {%- for extension in ['json', 'jsonl', 'json.gz', 'jsonl.gz'] -%}
-            {%- for file in landing_files(dir ~ '/**/*.' ~ extension)
+            {%- for file in landing_files(dir ~ '/**/*.' ~ extension, true)
                 if not modules.re.search('(?i)manifest[^/]*\\.json$', file) -%}
                 {%- do files.append(file) -%}
             {%- endfor -%}

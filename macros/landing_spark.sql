@@ -6,7 +6,7 @@
     dumps) stop the build with a clear message when such files are present, rather than being skipped. -#}
 
 {#- Landed files whose path (relative to the landing dir) matches a DuckDB-style glob: ** spans folders. -#}
-{% macro spark__landing_files(relative_glob) -%}
+{% macro spark__landing_files(relative_glob, include_refused=false) -%}
     {%- set root = var('gpucost_landing_dir') | replace('\\', '/') -%}
     {%- set regex = glob_regex(relative_glob) -%}
     {%- set listed = run_query("select path from " ~ spark_landed_files_view()) -%}

@@ -5,15 +5,18 @@ functions the telemetry readers call in SQL (``macros/landing.sql``).
 - ``gpucost_prometheus_text(content VARCHAR, filename VARCHAR, modified_epoch DOUBLE) ->
 VARCHAR``: an
   exposition-text or OpenMetrics file as a query_range response in JSON (gpucost.prom_text);
-- ``gpucost_gunzip(content BLOB) -> VARCHAR``: a gzip file's text, null when unreadable.
+- ``gpucost_gunzip(content BLOB) -> VARCHAR``: a gzip file's text, null when unreadable;
+- ``gpucost_outside_landing(path VARCHAR, landing_dir VARCHAR) -> BOOLEAN``: the landed path is a
+  symlink (or under one) whose target is outside the landing zone (gpucost.landing_links).
 """
 
 from __future__ import annotations
 
 from dbt.adapters.duckdb.plugins import BasePlugin
 from duckdb import DuckDBPyConnection
-from duckdb.sqltypes import BLOB, DOUBLE, VARCHAR
+from duckdb.sqltypes import BLOB, BOOLEAN, DOUBLE, VARCHAR
 
+from gpucost.landing_links import is_outside_landing
 from gpucost.prom_text import gunzip_text, prometheus_text_response
 
 
@@ -32,6 +35,14 @@ class Plugin(BasePlugin):
             gunzip_text,
             [BLOB],
             VARCHAR,
+            null_handling="special",
+            side_effects=False,
+        )
+        conn.create_function(
+            "gpucost_outside_landing",
+            is_outside_landing,
+            [VARCHAR, VARCHAR],
+            BOOLEAN,
             null_handling="special",
             side_effects=False,
         )

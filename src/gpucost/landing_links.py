@@ -58,6 +58,17 @@ def landing_links(landing_dir: str) -> list[tuple[str, bool, bool]]:
     return sorted(links)
 
 
+def is_outside_landing(path: str | None, landing_dir: str | None) -> bool | None:
+    """True when ``path`` resolves (through a symlink of its own or of a folder above it) to a
+    target outside ``landing_dir``: the build does not read it. The DuckDB function
+    ``gpucost_outside_landing`` (gpucost.duckdb_plugin) that ``landing_files`` filters with."""
+    if path is None or landing_dir is None:
+        return None
+    root = Path(landing_dir).resolve()
+    target = Path(path).resolve()
+    return target != root and root not in target.parents
+
+
 def links_table(landing_dir: str) -> pa.Table:
     rows = landing_links(resolve_landing_dir(landing_dir))
     return pa.table(

@@ -245,6 +245,13 @@ def _land(root: Path) -> tuple[Path, dict]:
     (slurm / "phillips").mkdir(parents=True)
     shutil.copyfile(XDMOD, slurm / "phillips" / XDMOD.name)
     (slurm / "west" / "sacct.json").write_text(json.dumps(SACCT_JSON, indent=1))
+    # symlinks out of the landing zone: a good-looking query response and a dump with a secret, never read
+    outside = root / "outside"
+    outside.mkdir()
+    shutil.copyfile(EKS / "DCGM_FI_DEV_GPU_UTIL.instant_query.json", outside / "util.json")
+    (outside / "secret.log").write_text("SECRET-TOKEN-5|password=hunter5\n", encoding="utf-8")
+    (eks / "linked_util.json").symlink_to(outside / "util.json")
+    (slurm / "phillips" / "linked.log").symlink_to(outside / "secret.log")
     return landing, summary
 
 
@@ -429,7 +436,8 @@ def test_the_gate_fails_on_lost_telemetry_unless_allowed(built):
     warehouse, _ = built
     strict = telemetry_gate(warehouse.path, PROJECT_DIR, allow_flag=False)
     assert len(strict.failures) == 2
-    assert strict.failures[0].startswith(f"{len(BAD_FILES) + 4} landed telemetry file(s)")
+    lost_files = len(BAD_FILES) + 4 + len(OUTSIDE_LINKS)
+    assert strict.failures[0].startswith(f"{lost_files} landed telemetry file(s)")
     assert "billed node-day(s) have no telemetry" in strict.failures[1]
     assert telemetry_gate(warehouse.path, PROJECT_DIR, allow_flag=True).ok
 
@@ -461,3 +469,36 @@ def test_exposition_text_and_openmetrics_become_series():
     # without a timestamp the file's modification time, when its name has no time
     assert file_time("a/metrics.prom", 1234.5) == 1234.5
     assert parse_metrics_text("x 1\n", "m.prom", None)["status"] == "error"
+
+
+OUTSIDE_LINKS = {
+    "metrics/dcgm/eks-h100/linked_util.json": "metrics/dcgm",
+    "scheduler/slurm/phillips/linked.log": "scheduler/slurm",
+}
+
+
+def test_symlinks_out_of_the_landing_zone_are_refused_and_never_read(built):
+    """A telemetry or Slurm file that is a symlink to a target outside the landing zone is never
+    opened: one rpt_quarantine row each (the gate's telemetry check counts it), no series, no
+    record, and nothing of its content in any message."""
+    warehouse, stdout = built
+    rows = warehouse.sql(
+        "select source_file, source_kind, quarantine_reason, example_value from marts.rpt_quarantine"
+        " where quarantine_reason like 'a symbolic link%'"
+    )
+    refused = {
+        _relative(warehouse, file): (kind, reason, example) for file, kind, reason, example in rows
+    }
+    assert set(refused) == set(OUTSIDE_LINKS)
+    for relative, kind in OUTSIDE_LINKS.items():
+        assert refused[relative] == (
+            kind,
+            "a symbolic link whose target is outside the landing zone: refused, not read",
+            "<file>",
+        )
+    read = warehouse.sql(
+        "select source_file from staging.base_dcgm__series"
+        " union all select source_file from staging.stg_slurm__job_records"
+    )
+    assert not {_relative(warehouse, file) for (file,) in read} & set(OUTSIDE_LINKS)
+    assert "SECRET" not in stdout and "hunter" not in stdout

@@ -3,6 +3,8 @@
 -- its reason), Slurm records one by one. Nothing is dropped without a row here.
 -- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
 -- noqa: disable=RF03
+{%- set symlinks = ref('stg_landing__links') if target.type != 'spark'
+    else '(select cast(null as string) as source_file, false as is_target_outside)' %}
 with
 
 charges as (
@@ -30,6 +32,19 @@ onprem_items as (
 
     select * from {{ ref('stg_onprem__cost_items') }}
     where quarantine_reason is not null
+
+),
+
+outside_links as (
+
+    -- symlinks out of the landing zone that no reader opened (landing_files never lists them); refused
+    -- bill files have their own row from stg_landing__bill_files. The spark target lists no symlinks
+    -- (stg_landing__links is a Python model).
+    select links.source_file
+    from {{ symlinks }} as links
+    left join {{ ref('stg_landing__bill_files') }} as bill_files
+        on links.source_file = bill_files.source_file
+    where links.is_target_outside and bill_files.source_file is null
 
 ),
 
@@ -180,6 +195,32 @@ slurm as (
 
 ),
 
+refused_links as (
+
+    select
+        coalesce(
+            nullif(
+                regexp_extract(
+                    replace(source_file, '\\', '/'), '/((billing|metrics|scheduler|inventory)/[^/]+)/', 1
+                ),
+                ''
+            ),
+            'landing'
+        ) as source_kind,
+        source_file,
+        cast(null as bigint) as source_row_number,
+        '(file)' as metric_name,
+        'a symbolic link whose target is outside the landing zone: refused, not read' as quarantine_reason,
+        cast(1 as bigint) as record_count,
+        '<file>' as example_value,
+        cast(null as {{ money_type() }}) as billed_cost,
+        cast(null as {{ money_type() }}) as effective_cost,
+        cast(null as string) as billing_currency,
+        cast(null as date) as billing_period_start
+    from outside_links
+
+),
+
 unioned as (
 
     select * from bill_lines
@@ -193,6 +234,8 @@ unioned as (
     select * from kube
     union all
     select * from slurm
+    union all
+    select * from refused_links
 
 ),
 
