@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from gpucost.landing_links import resolve_landing_dir
+from gpucost.landing_links import is_outside_landing, resolve_landing_dir
 
 SCHEMA = pa.schema([("source_file", pa.string()), ("read_error", pa.string())])
 
@@ -82,8 +82,8 @@ def probe(path: str) -> str | None:
 
 def bill_files(landing_dir: str) -> list[str]:
     """Every regular bill file under ``<landing_dir>/billing`` with a type the readers read, as
-    ``<landing_dir>/<relative path>`` (the spelling DuckDB's glob gives). Symlinks are left to
-    stg_landing__links (a link out of the landing zone is never opened)."""
+    ``<landing_dir>/<relative path>`` (the spelling DuckDB's glob gives). A symlink out of the
+    landing zone is never opened (stg_landing__links refuses it)."""
     root = Path(landing_dir, "billing")
     if not root.is_dir():
         return []
@@ -91,7 +91,7 @@ def bill_files(landing_dir: str) -> list[str]:
     for folder, _folders, files in os.walk(root):
         for name in files:
             path = os.path.join(folder, name)
-            if os.path.islink(path) or os.path.getsize(path) == 0:
+            if is_outside_landing(path, landing_dir) or os.path.getsize(path) == 0:
                 continue
             if name.lower().endswith(TABULAR + JSON_LINES):
                 found.append(path)
