@@ -527,7 +527,8 @@
 {% macro prometheus_json_file_reasons(files) -%}
     {%- set reasons = {} -%}
     {%- for batch in files | batch(16) -%}
-        {#- the JSON types of the response's parts in one parse (json_type with a list of paths) -#}
+        {#- the JSON types of the response's parts in one parse (json_type with a list of paths), and of every
+            series' metric and values, not only the first's: one odd series would stop read_json for all -#}
         {%- set result = run_query(
             "select filename, case"
             ~ " when size = 0 then 'empty file (0 bytes)'"
@@ -543,9 +544,16 @@
             ~ " || ' (expected matrix or vector)'"
             ~ " when types[3] = 'ARRAY' and coalesce(types[4], 'OBJECT') <> 'OBJECT'"
             ~ " then 'not a Prometheus API response (data.result holds something other than series)'"
+            ~ " when types[3] = 'ARRAY' and odd_series > 0"
+            ~ " then 'not a Prometheus API response (' || odd_series || ' series whose metric is not an object"
+            ~ " or whose values are not a list)'"
             ~ " end as reason"
             ~ " from (select filename, size, body,"
-            ~ " try(json_type(body, ['$', '$.data', '$.data.result', '$.data.result[0]'])) as types"
+            ~ " try(json_type(body, ['$', '$.data', '$.data.result', '$.data.result[0]'])) as types,"
+            ~ " try(len(list_filter(coalesce(json_type(body, '$.data.result[*].metric'), []), lambda t: t <> 'OBJECT'))"
+            ~ " + len(list_filter(coalesce(json_type(body, '$.data.result[*].values'), []), lambda t: t <> 'ARRAY'))"
+            ~ " + len(list_filter(coalesce(json_type(body, '$.data.result[*].value'), []), lambda t: t <> 'ARRAY')))"
+            ~ " as odd_series"
             ~ " from (select filename, size, try(decode(content)) as body from read_blob("
             ~ sql_string_list(batch) ~ "))) where reason is not null"
         ) -%}

@@ -131,6 +131,7 @@ BAD_FILES = {
     "metrics/dcgm/bad/scalar.json": "unsupported resultType scalar (expected matrix or vector)",
     "metrics/dcgm/bad/no_series.json": "no series in the response",
     "metrics/dcgm/bad/array.json": "not a Prometheus API response (a JSON array)",
+    "metrics/dcgm/bad/odd_second_series.json": "not a Prometheus API response (1 series whose metric",
     "metrics/dcgm/bad/notes.csv": "unknown telemetry file type",
     "metrics/dcgm/bad/comments_only.prom": "no samples in the exposition text file",
     "metrics/dcgm/bad/broken.prom": "unparseable exposition text:",
@@ -205,6 +206,10 @@ def _land(root: Path) -> tuple[Path, dict]:
         "metrics/dcgm/bad/no_series.json": b'{"status":"success","data":{"resultType":"matrix",'
         b'"result":[]}}',
         "metrics/dcgm/bad/array.json": b"[1, 2, 3]",
+        # the first series is fine, the second's values are not a list (read_json would stop the build)
+        "metrics/dcgm/bad/odd_second_series.json": b'{"status":"success","data":{"resultType":"matrix",'
+        b'"result":[{"metric":{"Hostname":"n1","UUID":"GPU-1"},"values":[[1790000000,"1"]]},'
+        b'{"metric":{"Hostname":"n1","UUID":"GPU-2"},"values":"abc"}]}}',
         "metrics/dcgm/bad/notes.csv": b"a,b\n1,2\n",
         "metrics/dcgm/bad/comments_only.prom": b"# HELP x y\n# TYPE x gauge\n",
         "metrics/dcgm/bad/broken.prom": b'DCGM_FI_DEV_GPU_UTIL{gpu="0" 5\n',
