@@ -45,16 +45,14 @@ def landing_links(landing_dir: str) -> list[tuple[str, bool, bool]]:
     root = Path(landing_dir)
     if not root.is_dir():
         return []
-    real_root = root.resolve()
     links = []
     for folder, folders, files in os.walk(root):
         for name in sorted(files + [f for f in folders if Path(folder, f).is_symlink()]):
             path = Path(folder, name)
             if not path.is_symlink():
                 continue
-            target = path.resolve()
-            outside = target != real_root and real_root not in target.parents
-            links.append((os.path.join(folder, name), outside, not target.exists()))
+            outside = is_outside_landing(str(path), landing_dir)
+            links.append((os.path.join(folder, name), outside, not path.resolve().exists()))
     return sorted(links)
 
 
