@@ -2,7 +2,8 @@
 
 Reads only the Parquet files published by ``gpucost publish`` (folder ``$GPUCOST_PARQUET_DIR``,
 default ``warehouse/parquet``), never the DuckDB warehouse. Every number comes from a pure
-function in ``gpucost.dashboard_data``; money stays ``Decimal`` and is formatted from it. Charts
+function in ``gpucost.commands.dashboard_data``; money stays ``Decimal`` and is formatted from it.
+Charts
 get amounts as decimal strings, turned into numbers only inside the browser to place the marks.
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import altair as alt
 import streamlit as st
 
-from gpucost import dashboard_data as data
+from gpucost.commands import dashboard_data as data
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 ALL = "All"

@@ -455,8 +455,8 @@
     - a Prometheus HTTP API response, `.json` or `.json.gz`: /api/v1/query_range (resultType matrix) or
       /api/v1/query (resultType vector: one sample per series, at its time);
     - exposition text or OpenMetrics, `.prom`, `.txt`, `.om` (optionally `.gz`): what `curl :9400/metrics` or
-      `promtool tsdb dump-openmetrics` prints, parsed by prometheus-client (gpucost.prom_text, registered in
-      DuckDB by gpucost.duckdb_plugin); a sample without a timestamp takes the file's time (a UTC time in the
+      `promtool tsdb dump-openmetrics` prints, parsed by prometheus-client (gpucost.engines.prom_text, registered in
+      DuckDB by gpucost.engines.duckdb_plugin); a sample without a timestamp takes the file's time (a UTC time in the
       file name, else its modification time);
     - anything else, or a file of the above that yields no sample: one row with the reason
       (file_quarantine_reason), which rpt_quarantine lists. No landed file is skipped without a row. -#}

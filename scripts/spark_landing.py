@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gpucost.bill_formats import render_bill
-from gpucost.generator import generate_month
+from gpucost.synth.bill_formats import render_bill
+from gpucost.synth.generator import generate_month
 
 REFERENCE = {
     "allocation_pools/pools.csv": (

@@ -1,16 +1,17 @@
-"""Split the allocation rows of shared workloads across their consumers (gpucost.allocation).
+"""Split the allocation rows of shared workloads across their consumers (gpucost.core.allocation).
 
-Large inputs run on the lazy core (gpucost.lazy_spread.split_shared_workloads) inside DuckDB:
+Large inputs run on the lazy core (gpucost.core.lazy_spread.split_shared_workloads) inside DuckDB:
 relations in, a relation out, money and the share weights as exact whole / frac BIGINT pairs
-(gpucost.lazy_io; weights count in micro-units, gpucost.allocation.weight_units); small ones, and a
+(gpucost.engines.lazy_io; weights count in micro-units, gpucost.core.allocation.weight_units);
+small ones, and a
 split beyond the lazy core's exact bound, on the row core (equal results; see
-gpucost.lazy_io.lazy_or_rows and var gpucost_lazy_min_rows).
+gpucost.engines.lazy_io.lazy_or_rows and var gpucost_lazy_min_rows).
 """
 
-from gpucost.allocation import split_shared_workloads
-from gpucost.arrow_io import PLACED_SCHEMA, rows_of, table_of
-from gpucost.lazy_io import from_lazy, input_rows, lazy_min_rows, lazy_or_rows, to_lazy
-from gpucost.lazy_spread import split_shared_workloads as lazy_split_shared_workloads
+from gpucost.core.allocation import split_shared_workloads
+from gpucost.core.lazy_spread import split_shared_workloads as lazy_split_shared_workloads
+from gpucost.engines.arrow_io import PLACED_SCHEMA, rows_of, table_of
+from gpucost.engines.lazy_io import from_lazy, input_rows, lazy_min_rows, lazy_or_rows, to_lazy
 
 
 def model(dbt, session):

@@ -1,14 +1,15 @@
 """Prorate the GPU part of every GPU node bill line across the workloads on that node
-(see gpucost.allocation; the CPU and memory parts: int_node_compute_costs_prorated).
+(see gpucost.core.allocation; the CPU and memory parts: int_node_compute_costs_prorated).
 
-Large inputs run on the lazy core (gpucost.lazy_allocation) inside DuckDB: relations in, a relation
+Large inputs run on the lazy core (gpucost.core.lazy_allocation) inside DuckDB: relations in, a
+relation
 out; small ones, and a split beyond the lazy core's exact bound, on the row core (equal results; see
-gpucost.lazy_io.lazy_or_rows and var gpucost_lazy_min_rows).
+gpucost.engines.lazy_io.lazy_or_rows and var gpucost_lazy_min_rows).
 """
 
-from gpucost import allocation, lazy_allocation, lazy_node_parts, node_parts
-from gpucost.arrow_io import PRORATED_SCHEMA, rows_of, table_of
-from gpucost.lazy_io import from_lazy, input_rows, lazy_min_rows, lazy_or_rows, to_lazy
+from gpucost.core import allocation, lazy_allocation, lazy_node_parts, node_parts
+from gpucost.engines.arrow_io import PRORATED_SCHEMA, rows_of, table_of
+from gpucost.engines.lazy_io import from_lazy, input_rows, lazy_min_rows, lazy_or_rows, to_lazy
 
 PART_MONEY = ("billed_cost", "effective_cost", "allocation_ratio")
 # the task-complexity weight in millionths, rounded half to even as the row core does

@@ -1,17 +1,20 @@
 """Spread the idle part of GPU node lines: reserved-but-unused GPU time pays first, the rest goes by
-the configured idle policy (see gpucost.allocation).
+the configured idle policy (see gpucost.core.allocation).
 
-Large inputs run on the lazy cores (gpucost.lazy_spread.claim_reserved_idle, then
-gpucost.lazy_allocation.spread_idle) inside DuckDB: relations in, a relation out, money as exact
-whole / frac BIGINT pairs (gpucost.lazy_io), the idle rows' scope lists as a long (charge_id,
+Large inputs run on the lazy cores (gpucost.core.lazy_spread.claim_reserved_idle, then
+gpucost.core.lazy_allocation.spread_idle) inside DuckDB: relations in, a relation out, money as
+exact
+whole / frac BIGINT pairs (gpucost.engines.lazy_io), the idle rows' scope lists as a long
+(charge_id,
 scope_rank, scope_key) relation; small ones, and a split beyond the lazy cores' exact bounds, on the
-row cores (equal results; see gpucost.lazy_io.lazy_or_rows and var gpucost_lazy_min_rows).
+row cores (equal results; see gpucost.engines.lazy_io.lazy_or_rows and var gpucost_lazy_min_rows).
 """
 
-from gpucost.allocation import claim_reserved_idle, spread_idle
-from gpucost.arrow_io import IDLE_SPREAD_SCHEMA, rows_of, table_of
-from gpucost.lazy_allocation import MONEY
-from gpucost.lazy_io import (
+from gpucost.core.allocation import claim_reserved_idle, spread_idle
+from gpucost.core.lazy_allocation import MONEY
+from gpucost.core.lazy_spread import spread_idle_with_reservations
+from gpucost.engines.arrow_io import IDLE_SPREAD_SCHEMA, rows_of, table_of
+from gpucost.engines.lazy_io import (
     from_lazy,
     input_rows,
     lazy_min_rows,
@@ -19,7 +22,6 @@ from gpucost.lazy_io import (
     list_elements,
     to_lazy,
 )
-from gpucost.lazy_spread import spread_idle_with_reservations
 
 
 def model(dbt, session):

@@ -1,13 +1,14 @@
-"""Split every GPU node bill line into its GPU, CPU and memory parts (see gpucost.node_parts).
+"""Split every GPU node bill line into its GPU, CPU and memory parts (see gpucost.core.node_parts).
 
-Large inputs run on the lazy core (gpucost.lazy_node_parts) inside DuckDB: relations in, a relation
+Large inputs run on the lazy core (gpucost.core.lazy_node_parts) inside DuckDB: relations in, a
+relation
 out; small ones, and a split beyond the lazy core's exact bound, on the row core (equal results; see
-gpucost.lazy_io.lazy_or_rows and var gpucost_lazy_min_rows).
+gpucost.engines.lazy_io.lazy_or_rows and var gpucost_lazy_min_rows).
 """
 
-from gpucost import lazy_node_parts, node_parts
-from gpucost.arrow_io import LINE_PARTS_SCHEMA, rows_of, table_of
-from gpucost.lazy_io import from_lazy, input_rows, lazy_min_rows, lazy_or_rows, to_lazy
+from gpucost.core import lazy_node_parts, node_parts
+from gpucost.engines.arrow_io import LINE_PARTS_SCHEMA, rows_of, table_of
+from gpucost.engines.lazy_io import from_lazy, input_rows, lazy_min_rows, lazy_or_rows, to_lazy
 
 
 def model(dbt, session):

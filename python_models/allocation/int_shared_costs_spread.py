@@ -1,16 +1,19 @@
-"""Spread shared bill lines in proportion to each owner's direct cost (see gpucost.allocation).
+"""Spread shared bill lines in proportion to each owner's direct cost (see gpucost.core.allocation).
 
-Large inputs run on the lazy core (gpucost.lazy_spread.spread_shared) inside DuckDB: relations in,
+Large inputs run on the lazy core (gpucost.core.lazy_spread.spread_shared) inside DuckDB: relations
+in,
 a relation out, money and the owners' cost weights as exact whole / frac BIGINT pairs
-(gpucost.lazy_io; weights count in micro-units, gpucost.allocation.weight_units), each line's scope
+(gpucost.engines.lazy_io; weights count in micro-units, gpucost.core.allocation.weight_units), each
+line's scope
 list as a long (charge_id, scope_rank, scope_key) relation; small ones, and a split beyond the lazy
-core's exact bound, on the row core (equal results; see gpucost.lazy_io.lazy_or_rows and var
+core's exact bound, on the row core (equal results; see gpucost.engines.lazy_io.lazy_or_rows and var
 gpucost_lazy_min_rows).
 """
 
-from gpucost.allocation import spread_shared
-from gpucost.arrow_io import SHARED_SPREAD_SCHEMA, rows_of, table_of
-from gpucost.lazy_io import (
+from gpucost.core.allocation import spread_shared
+from gpucost.core.lazy_spread import spread_shared as lazy_spread_shared
+from gpucost.engines.arrow_io import SHARED_SPREAD_SCHEMA, rows_of, table_of
+from gpucost.engines.lazy_io import (
     from_lazy,
     input_rows,
     lazy_min_rows,
@@ -18,7 +21,6 @@ from gpucost.lazy_io import (
     list_elements,
     to_lazy,
 )
-from gpucost.lazy_spread import spread_shared as lazy_spread_shared
 
 
 def model(dbt, session):

@@ -1,14 +1,17 @@
-"""Split volume bill lines over the pods that held the volume's claim (see gpucost.storage).
+"""Split volume bill lines over the pods that held the volume's claim (see gpucost.core.storage).
 
-Large inputs run on the lazy core (gpucost.lazy_allocation) inside DuckDB: relations in, a relation
-out, money as exact whole / frac BIGINT pairs (gpucost.lazy_io); small ones, and a split beyond the
-lazy core's exact bound, on the row core (equal results; see gpucost.lazy_io.lazy_or_rows and var
+Large inputs run on the lazy core (gpucost.core.lazy_allocation) inside DuckDB: relations in, a
+relation
+out, money as exact whole / frac BIGINT pairs (gpucost.engines.lazy_io); small ones, and a split
+beyond the
+lazy core's exact bound, on the row core (equal results; see gpucost.engines.lazy_io.lazy_or_rows
+and var
 gpucost_lazy_min_rows).
 """
 
-from gpucost import lazy_allocation, storage
-from gpucost.arrow_io import VOLUME_CLAIM_SCHEMA, rows_of, table_of
-from gpucost.lazy_io import from_lazy, input_rows, lazy_min_rows, lazy_or_rows, to_lazy
+from gpucost.core import lazy_allocation, storage
+from gpucost.engines.arrow_io import VOLUME_CLAIM_SCHEMA, rows_of, table_of
+from gpucost.engines.lazy_io import from_lazy, input_rows, lazy_min_rows, lazy_or_rows, to_lazy
 
 
 def model(dbt, session):

@@ -1,11 +1,11 @@
-"""The learned attribution, trained once per build (see gpucost.attribution.attribute).
+"""The learned attribution, trained once per build (see gpucost.core.attribution.attribute).
 
 Top-3 calibrated candidates for every workload without a declared owner (scored_set = 'undeclared')
 and for the time-based hold-out it was calibrated and measured on (scored_set = 'holdout', with
 true_project_id)."""
 
-from gpucost.arrow_io import ATTRIBUTION_SCHEMA, config_text, rows_of, table_of
-from gpucost.attribution import attribute, attribution_rows, known_projects
+from gpucost.core.attribution import attribute, attribution_rows, known_projects
+from gpucost.engines.arrow_io import ATTRIBUTION_SCHEMA, config_text, rows_of, table_of
 
 
 def _number(value: object) -> float | None:

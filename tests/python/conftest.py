@@ -56,7 +56,7 @@ class Warehouse:
 
 
 def run_dbt(landing: Path, warehouse: Path, work: Path, *args: str) -> subprocess.CompletedProcess:
-    from gpucost.cli import dbt_env, dbt_executable
+    from gpucost.commands.cli import dbt_env, dbt_executable
 
     env = dbt_env(landing, warehouse)
     command = [dbt_executable(), *args]
@@ -77,7 +77,7 @@ def _build(landing: Path, work: Path, *extra: str) -> Warehouse:
 
 @pytest.fixture(scope="session")
 def generated_month(tmp_path_factory) -> tuple[Path, dict]:
-    from gpucost.generator import generate_month
+    from gpucost.synth.generator import generate_month
 
     landing = tmp_path_factory.mktemp("generated") / "landing"
     summary = generate_month(landing, seed=7, nodes=4, days=3, step_seconds=600, clusters=2)

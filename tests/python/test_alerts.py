@@ -15,8 +15,8 @@ from typing import ClassVar
 import duckdb
 import pytest
 
-from gpucost import cli
-from gpucost.alerts import WebhookError, build_payload, post_webhook, read_alerts
+from gpucost.commands import cli
+from gpucost.commands.alerts import WebhookError, build_payload, post_webhook, read_alerts
 
 from .conftest import run_dbt
 

@@ -1,4 +1,4 @@
-"""The learned attribution core (gpucost.attribution) on small synthetic workloads."""
+"""The learned attribution core (gpucost.core.attribution) on small synthetic workloads."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.feature_extraction import DictVectorizer
 
-from gpucost.attribution import (
+from gpucost.core.attribution import (
     SharedLessons,
     UserInference,
     _shown_features,
@@ -598,7 +598,7 @@ def test_evaluate_hand_computed():
 def test_shared_workload_rows_split_exactly_by_consumer_weight():
     from decimal import Decimal
 
-    from gpucost.allocation import split_shared_workloads
+    from gpucost.core.allocation import split_shared_workloads
 
     rows = [
         {
@@ -646,7 +646,7 @@ def test_hard_generator_month_is_harder_and_writes_the_truth(tmp_path):
     import csv
     import json
 
-    from gpucost.generator import HANDOFF_PROJECT, generate_month
+    from gpucost.synth.generator import HANDOFF_PROJECT, generate_month
 
     truth_csv = tmp_path / "truth" / "workloads.csv"
     summary = generate_month(

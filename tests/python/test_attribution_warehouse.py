@@ -35,7 +35,7 @@ def _project_copy(tmp: Path) -> Path:
 
 
 def _dbt(project: Path, warehouse: Warehouse, target: Path, *args: str):
-    from gpucost.cli import dbt_env, dbt_executable
+    from gpucost.commands.cli import dbt_env, dbt_executable
 
     command = [
         dbt_executable(),
@@ -250,7 +250,7 @@ def test_benchmark_command_scores_untagged_pods_against_the_truth(tmp_path, caps
     import csv
     import re
 
-    from gpucost.cli import main
+    from gpucost.commands.cli import main
 
     out = tmp_path / "bench"
     args = ["--out", str(out), "--nodes", "2", "--days", "2", "--step", "600", "--workloads", "500"]
@@ -296,7 +296,7 @@ def _assert_threshold_derived(warehouse: Path, target: float, printed: float) ->
     """The build's threshold is the one threshold_for_accuracy gives over its own predictions
     (weighted by GPU-hours), on every score row and in rpt_attribution_quality, and it is what
     decided which workloads the model owns."""
-    from gpucost.attribution import _gpu_hours, threshold_for_accuracy
+    from gpucost.core.attribution import _gpu_hours, threshold_for_accuracy
 
     with duckdb.connect(str(warehouse), read_only=True) as con:
         thresholds = con.sql(

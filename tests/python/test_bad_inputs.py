@@ -63,7 +63,7 @@ def write_focus(path: Path, rows: list[dict[str, str]], header: list[str] | None
 
 @pytest.fixture(scope="module")
 def tiny_month(tmp_path_factory) -> Path:
-    from gpucost.generator import generate_month
+    from gpucost.synth.generator import generate_month
 
     landing = tmp_path_factory.mktemp("tiny") / "landing"
     generate_month(landing, seed=11, nodes=2, days=1, step_seconds=900, clusters=1)

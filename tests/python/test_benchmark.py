@@ -10,8 +10,8 @@ import math
 
 import pytest
 
-from gpucost import benchmark
-from gpucost.cli import main
+from gpucost.commands import benchmark
+from gpucost.commands.cli import main
 
 
 @pytest.fixture(scope="module")

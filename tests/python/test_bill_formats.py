@@ -1,4 +1,4 @@
-"""The same generated month, billed in every native format (gpucost.bill_formats), builds and
+"""The same generated month, billed in every native format (gpucost.synth.bill_formats), builds and
 reconciles, with the same bill and the same per-team totals as far as each format can carry them."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from gpucost.bill_formats import BILL_FORMATS, read_focus_lines, render_bill
+from gpucost.synth.bill_formats import BILL_FORMATS, read_focus_lines, render_bill
 from tests.python.conftest import _build
 
 pytestmark = pytest.mark.warehouse
@@ -24,7 +24,7 @@ NATIVE = [fmt for fmt in BILL_FORMATS if fmt not in ("focus", "onprem")]
 
 @pytest.fixture(scope="module")
 def small_month(tmp_path_factory) -> Path:
-    from gpucost.generator import generate_month
+    from gpucost.synth.generator import generate_month
 
     landing = tmp_path_factory.mktemp("formats") / "focus" / "landing"
     # without the Slurm queue: its node-hours stay FOCUS lines under every format (test_usage_sources)

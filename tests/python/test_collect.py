@@ -25,7 +25,7 @@ import duckdb
 import pytest
 import requests
 
-from gpucost.cli import main
+from gpucost.commands.cli import main
 from tests.python.conftest import Warehouse, _build
 
 # one worker builds the generated month and starts the server for every test here (scripts/test.sh)
@@ -50,7 +50,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def prometheus(generated_month, tmp_path_factory):
     """A Prometheus 2.x on 127.0.0.1 serving the generated month (basic auth); stopped at the end."""
-    from gpucost.openmetrics import write_openmetrics_file
+    from gpucost.commands.openmetrics import write_openmetrics_file
 
     for binary in ("prometheus", "promtool"):
         if shutil.which(binary) is None:
@@ -359,7 +359,7 @@ def test_collect_lands_kubectl_and_sacct_output_or_says_why_not(
 
 
 def test_openmetrics_escapes_label_values_promtool_reads_back(tmp_path):
-    from gpucost.openmetrics import write_openmetrics_file
+    from gpucost.commands.openmetrics import write_openmetrics_file
 
     tricky = 'a"b\\c\nd'
     folder = tmp_path / "landing" / "metrics" / "kube" / "east" / "2026-10-01"
@@ -435,7 +435,7 @@ def test_collect_lands_serving_counters_apart(prometheus, auth_env, tmp_path, ca
 
 
 def test_collect_auth_headers_and_tls_options_reach_the_http_client(tmp_path, monkeypatch):
-    from gpucost.collect import add_parser, client_from_args
+    from gpucost.commands.collect import add_parser, client_from_args
 
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())

@@ -1,4 +1,4 @@
-"""The showback dashboard: its numbers (gpucost.dashboard_data) against the marts, and the page
+"""The showback dashboard: its numbers (gpucost.commands.dashboard_data) against the marts, and the page
 itself in Debian's headless chromium (tests/browser, playwright-core) against the marts, to the cent.
 
 The browser test needs /usr/bin/chromium and tests/browser/node_modules: `bash scripts/install_browser.sh`.
@@ -22,8 +22,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from gpucost import dashboard_data as data
-from gpucost.publish import publish_marts
+from gpucost.commands import dashboard_data as data
+from gpucost.commands.publish import publish_marts
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 BROWSER_DIR = PROJECT_DIR / "tests" / "browser"

@@ -61,7 +61,7 @@ def age(path: Path, seconds: float) -> None:
 
 @pytest.fixture(scope="module")
 def deliveries(tmp_path_factory) -> tuple[Warehouse, str]:
-    from gpucost.generator import generate_month
+    from gpucost.synth.generator import generate_month
 
     root = tmp_path_factory.mktemp("deliveries")
     landing = root / "land[1]*?" / "landing"

@@ -11,8 +11,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from gpucost import cli
-from gpucost.focus_export import export_focus
+from gpucost.commands import cli
+from gpucost.commands.focus_export import export_focus
 
 FOCUS_COLUMNS = [
     "BillingAccountId",

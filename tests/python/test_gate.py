@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucost.gate import evaluate
+from gpucost.commands.gate import evaluate
 from tests.python.conftest import PROJECT_DIR
 
 D = Decimal
@@ -111,7 +111,7 @@ def gate(
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
         "GPUCOST_PROJECT_DIR": str(PROJECT_DIR),
     }
-    command = [sys.executable, "-m", "gpucost.cli", "gate", "--landing", str(landing)]
+    command = [sys.executable, "-m", "gpucost.commands.cli", "gate", "--landing", str(landing)]
     command += ["--warehouse", str(warehouse), *extra]
     command += [] if validate else ["--skip-validation"]
     return subprocess.run(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucost.generator import DCGM_METRICS, FOCUS_COLUMNS, KUBE_METRICS, generate_month
+from gpucost.synth.generator import DCGM_METRICS, FOCUS_COLUMNS, KUBE_METRICS, generate_month
 
 EXPECTED_HEADER = [
     "AvailabilityZone",

@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from gpucost.cli import dbt_env, dbt_executable
+from gpucost.commands.cli import dbt_env, dbt_executable
 from tests.python.conftest import PROJECT_DIR, run_dbt
 
 pytestmark = pytest.mark.warehouse

@@ -1,8 +1,8 @@
 """The lazy (narwhals) allocation core on DuckDB and on local PySpark: identical to the row core.
 
 Every check runs on both engines; on PySpark fewer plans: the row-core comparison of the allocation
-bases for max only (all three on DuckDB), with the golden hour and the line without telemetry in it. Results are compared exactly (Decimal money) with gpucost.allocation and
-gpucost.storage, which the golden fixtures and property tests in test_allocation.py / test_storage.py
+bases for max only (all three on DuckDB), with the golden hour and the line without telemetry in it. Results are compared exactly (Decimal money) with gpucost.core.allocation and
+gpucost.core.storage, which the golden fixtures and property tests in test_allocation.py / test_storage.py
 pin down.
 Set GPUCOST_REQUIRE_SPARK=1 (scripts/test.sh does) to fail rather than skip without pyspark.
 """
@@ -17,8 +17,8 @@ import narwhals as nw
 import pyarrow as pa
 import pytest
 
-from gpucost import allocation, lazy_allocation, storage
-from gpucost.lazy_allocation import money_columns, money_value
+from gpucost.core import allocation, lazy_allocation, storage
+from gpucost.core.lazy_allocation import money_columns, money_value
 
 D = Decimal
 

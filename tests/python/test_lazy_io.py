@@ -1,4 +1,4 @@
-"""gpucost.lazy_io: DECIMAL(38, 18) money in and out of the lazy core's whole / frac pairs, exactly,
+"""gpucost.engines.lazy_io: DECIMAL(38, 18) money in and out of the lazy core's whole / frac pairs, exactly,
 inside DuckDB; and the volume model's path (relations in, relation out) equal to the row core."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import narwhals as nw
 import pyarrow as pa
 import pytest
 
-from gpucost import storage
-from gpucost.arrow_io import MONEY, VOLUME_CLAIM_SCHEMA, table_of
-from gpucost.lazy_allocation import WeightBoundError, allocate_volume_lines, money_columns
-from gpucost.lazy_io import from_lazy, lazy_or_rows, list_elements, to_lazy
+from gpucost.core import storage
+from gpucost.core.lazy_allocation import WeightBoundError, allocate_volume_lines, money_columns
+from gpucost.engines.arrow_io import MONEY, VOLUME_CLAIM_SCHEMA, table_of
+from gpucost.engines.lazy_io import from_lazy, lazy_or_rows, list_elements, to_lazy
 
 D = Decimal
 MAX = D("99999999999999999999.999999999999999999")  # the largest DECIMAL(38, 18)
@@ -118,7 +118,7 @@ def test_list_elements_is_the_long_frame_of_a_list_column(con):
 
 def test_volume_model_path_equals_row_core(con):
     """int_volume_costs_prorated's path: DECIMAL relations in, the lazy core, a relation out with
-    VOLUME_CLAIM_SCHEMA's columns and types, rows equal to gpucost.storage's (and in its order)."""
+    VOLUME_CLAIM_SCHEMA's columns and types, rows equal to gpucost.core.storage's (and in its order)."""
     rng = random.Random(11)
     lines, mounts = [], []
     for i in range(25):

@@ -1,5 +1,5 @@
-"""The lazy node-parts core (gpucost.lazy_node_parts) on DuckDB and on local PySpark: identical to
-the row core (gpucost.node_parts), whose golden cases are in test_node_parts.py.
+"""The lazy node-parts core (gpucost.core.lazy_node_parts) on DuckDB and on local PySpark: identical to
+the row core (gpucost.core.node_parts), whose golden cases are in test_node_parts.py.
 
 On PySpark the parts and the GPU cut only: the compute proration is the lazy prorate and idle spread
 composed, each compared with the row core on PySpark in test_lazy_allocation.py (the composed plan took
@@ -14,8 +14,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from gpucost import lazy_node_parts, node_parts
-from gpucost.lazy_allocation import MONEY
+from gpucost.core import lazy_node_parts, node_parts
+from gpucost.core.lazy_allocation import MONEY
 from tests.python.test_lazy_allocation import _collect, _money_table
 
 D = Decimal

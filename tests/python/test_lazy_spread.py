@@ -1,5 +1,5 @@
-"""The lazy (narwhals) reservations, shared-line and shared-workload cores (gpucost.lazy_spread) on
-DuckDB and on local PySpark: identical to the row cores of gpucost.allocation.
+"""The lazy (narwhals) reservations, shared-line and shared-workload cores (gpucost.core.lazy_spread) on
+DuckDB and on local PySpark: identical to the row cores of gpucost.core.allocation.
 
 Each core runs one hand-made set of edge cases together with a seeded random case, compared exactly
 (Decimal money, same rows, same tie-breaks) with the row core, on both engines; the composition the
@@ -17,8 +17,9 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from gpucost import allocation, lazy_allocation, lazy_io, lazy_spread
-from gpucost.lazy_allocation import MONEY, money_columns
+from gpucost.core import allocation, lazy_allocation, lazy_spread
+from gpucost.core.lazy_allocation import MONEY, money_columns
+from gpucost.engines import lazy_io
 from tests.python.test_lazy_allocation import _collect
 
 D = Decimal

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpucost.money import (
+from gpucost.core.money import (
     UNIT,
     from_units,
     round_half_away_to_cents,

@@ -1,6 +1,6 @@
 """A GPU node's bill line in GPU, CPU and memory parts; CPU-only pods on GPU nodes pay for what they hold.
 
-The pure core first (gpucost.node_parts), then one hand-built node-hour whose money is worked out on paper:
+The pure core first (gpucost.core.node_parts), then one hand-built node-hour whose money is worked out on paper:
 
 * node ``cpun``: 1 A100 80GB, 10 vCPUs, 10 GiB (kube_node_status_capacity). With the default list prices
   (seed node_resource_list_prices: A100 80GB 3.926016, vCPU 0.031611, GiB 0.004237 per hour) the weights are
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucost.node_parts import part_totals, prorate_compute_parts, split_line_parts
+from gpucost.core.node_parts import part_totals, prorate_compute_parts, split_line_parts
 from tests.python.conftest import Warehouse, run_dbt
 from tests.python.test_shared_gpus import A100, MINUTES, series, write_prom
 

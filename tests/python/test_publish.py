@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gpucost.cli import main
-from gpucost.publish import PublishError, publish_marts
+from gpucost.commands.cli import main
+from gpucost.commands.publish import PublishError, publish_marts
 
 MONEY_COLUMNS = (
     "billed_cost",

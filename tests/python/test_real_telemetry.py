@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from gpucost.gate import evaluate_telemetry, telemetry_gate
-from gpucost.prom_text import file_time, parse_metrics_text
+from gpucost.commands.gate import evaluate_telemetry, telemetry_gate
+from gpucost.engines.prom_text import file_time, parse_metrics_text
 from tests.python.conftest import PROJECT_DIR, SHARED_DATA, Warehouse, run_dbt
 
 pytestmark = pytest.mark.warehouse
@@ -143,7 +143,7 @@ BAD_FILES = {
 
 
 def _land(root: Path) -> tuple[Path, dict]:
-    from gpucost.generator import generate_month
+    from gpucost.synth.generator import generate_month
 
     landing = root / "landing"
     summary = generate_month(landing, seed=3, nodes=2, days=2, step_seconds=900, clusters=1)

@@ -1,4 +1,4 @@
-"""Idle by reservation: teams pay for their reserved-but-unused GPU time first (gpucost.allocation).
+"""Idle by reservation: teams pay for their reserved-but-unused GPU time first (gpucost.core.allocation).
 
 Golden cases worked on paper, properties (conservation, no holder pays past its unused time), and a
 realistic day of SenseTime's Helios Earth cluster (../shared/data/usage, CC BY 4.0): 16 virtual clusters
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpucost.allocation import claim_reserved_idle, spread_idle
+from gpucost.core.allocation import claim_reserved_idle, spread_idle
 
 D = Decimal
 HELIOS = (

@@ -14,9 +14,9 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from gpucost.alerts import WebhookError, post_webhook
-from gpucost.cli import main
-from gpucost.safe_output import (
+from gpucost.commands.alerts import WebhookError, post_webhook
+from gpucost.commands.cli import main
+from gpucost.commands.safe_output import (
     FORMULA_TRIGGERS,
     Pseudonymiser,
     csv_cell,
@@ -305,7 +305,7 @@ def test_webhook_urls_are_never_printed(capsys):
 
 
 def test_the_dbt_var_switches_pseudonymisation_and_the_environment_overrides_it(tmp_path):
-    from gpucost.safe_output import PseudonymiseError
+    from gpucost.commands.safe_output import PseudonymiseError
 
     project = tmp_path / "project"
     project.mkdir()

@@ -396,7 +396,7 @@ def test_dbt_docs_generate_documents_every_mart_column(generated_warehouse: Ware
         name: {ref.split(".")[-1] for ref in exposure["depends_on"]["nodes"]}
         for name, exposure in exposures.items()
     }
-    # what dashboard/app.py (gpucost.dashboard_data) and gpucost.statements really read
+    # what dashboard/app.py (gpucost.commands.dashboard_data) and gpucost.commands.statements really read
     assert depends["showback_dashboard"] == {
         "fct_cost_allocation",
         "fct_chargeback_monthly",

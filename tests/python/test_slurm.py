@@ -174,7 +174,7 @@ def test_controller_time_zone_is_converted_to_utc(tmp_path):
 
 def test_submit_line_and_work_dir_are_attribution_signals(tmp_path):
     """A Slurm job is a row of int_workload_features like a pod: its SubmitLine is the launch line,
-    its WorkDir the working directory, its JobName the owner name (gpucost.attribution reads them)."""
+    its WorkDir the working directory, its JobName the owner name (gpucost.core.attribution reads them)."""
     landing = _landing(tmp_path)
     work = tmp_path / "work"
     work.mkdir()

@@ -1,4 +1,4 @@
-"""gpucost.spark_io on local PySpark: DECIMAL(38, 18) DataFrames in and out of the lazy cores, exactly
+"""gpucost.engines.spark_io on local PySpark: DECIMAL(38, 18) DataFrames in and out of the lazy cores, exactly
 (the Databricks side of test_lazy_io.py)."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from gpucost import spark_io, storage
-from gpucost.arrow_io import MONEY, VOLUME_CLAIM_SCHEMA
-from gpucost.lazy_allocation import allocate_volume_lines
+from gpucost.core import storage
+from gpucost.core.lazy_allocation import allocate_volume_lines
+from gpucost.engines import spark_io
+from gpucost.engines.arrow_io import MONEY, VOLUME_CLAIM_SCHEMA
 from tests.python.test_lazy_allocation import random_volume_fleet
 
 D = Decimal
@@ -98,8 +99,8 @@ def test_attribution_trains_and_scores_the_same_from_a_spark_dataframe(spark):
     Spark its model collects the features to the driver (arrow_io.rows_of reads a DataFrame through
     toArrow) and returns its table to Spark. Both crossings change nothing: the same rows in, the
     same predictions, and the same scored table back out of Spark."""
-    from gpucost.arrow_io import ATTRIBUTION_SCHEMA, rows_of, table_of
-    from gpucost.attribution import attribute, attribution_rows
+    from gpucost.core.attribution import attribute, attribution_rows
+    from gpucost.engines.arrow_io import ATTRIBUTION_SCHEMA, rows_of, table_of
     from tests.python.test_attribution import PROJECTS, _records
 
     records = _records(400, seed=3)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpucost import cli
-from gpucost.statements import (
+from gpucost.commands import cli
+from gpucost.commands.statements import (
     KINDS,
     MODE_LABELS,
     apportion_cents,
@@ -217,7 +217,7 @@ def test_confidence_section_appears_when_the_column_exists(generated_warehouse):
         "the month has other methods too"
     )
     assert abs(bands["not scored"] - unscored) < Decimal("0.10")
-    from gpucost.statements import render_html
+    from gpucost.commands.statements import render_html
 
     page = render_html(statement)
     assert "ML attribution is not enabled yet" not in page

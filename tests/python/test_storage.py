@@ -38,8 +38,8 @@ from pathlib import Path
 
 import pytest
 
-from gpucost.money import UNIT, from_units, to_units
-from gpucost.storage import allocate_volume_lines
+from gpucost.core.money import UNIT, from_units, to_units
+from gpucost.core.storage import allocate_volume_lines
 from tests.python.conftest import Warehouse, run_dbt
 
 D = Decimal
@@ -151,7 +151,7 @@ def make_landing(root: Path) -> Path:
 
 
 # --------------------------------------------------------------------------------------------
-# The pure split (gpucost.storage)
+# The pure split (gpucost.core.storage)
 # --------------------------------------------------------------------------------------------
 
 

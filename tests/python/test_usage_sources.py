@@ -2,7 +2,7 @@
 
 The session's generated month (4 GPU nodes in 2 Kubernetes clusters, 3 days, 600 s samples) also has a
 Slurm queue of 2 nodes, an H100 node split into MIG instances and time-sliced replicas, and CPU-only pods
-on the GPU nodes (gpucost.generator, gpucost.generator_slurm).
+on the GPU nodes (gpucost.synth.generator, gpucost.synth.generator_slurm).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from gpucost.generator_slurm import SACCT_HEADER, hostlist
+from gpucost.synth.generator_slurm import SACCT_HEADER, hostlist
 
 pytestmark = pytest.mark.warehouse
 
@@ -105,7 +105,7 @@ def test_the_month_reconciles_and_each_source_carries_money(generated_warehouse)
 def test_the_month_with_every_source_is_byte_identical_for_a_seed(tmp_path):
     import hashlib
 
-    from gpucost.generator import generate_month
+    from gpucost.synth.generator import generate_month
 
     def digest(root):
         return {

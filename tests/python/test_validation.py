@@ -1,4 +1,4 @@
-"""Great Expectations validation of the landing zone (gpucost.validation, gpucost.expectations).
+"""Great Expectations validation of the landing zone (gpucost.validation.validate, gpucost.validation.expectations).
 
 The generated month and the real FOCUS sample pass; broken copies fail with the file, the column
 and the rule named. Broken inputs are small copies in tmp (the session's landing is never changed).
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucost.validation import Failure, ValidationReport, validate_landing
+from gpucost.validation.validate import Failure, ValidationReport, validate_landing
 from tests.python.conftest import REAL_FOCUS
 
 os.environ["GX_ANALYTICS_ENABLED"] = "false"
@@ -427,7 +427,7 @@ def series_values(path: Path) -> list:
 
 
 def test_cli_exits_1_on_a_broken_landing_and_prints_the_failure(generated_month, tmp_path, capsys):
-    from gpucost.cli import main
+    from gpucost.commands.cli import main
 
     landing = small_landing(generated_month, tmp_path)
 
@@ -451,7 +451,7 @@ def test_cli_exits_1_on_a_broken_landing_and_prints_the_failure(generated_month,
 
 
 def test_cli_exits_0_on_the_generated_month(generated_month, capsys):
-    from gpucost.cli import main
+    from gpucost.commands.cli import main
 
     assert main(["validate", "--landing", str(generated_month[0]), "--no-docs"]) == 0
     out = capsys.readouterr().out
@@ -519,7 +519,7 @@ def test_required_bill_columns_are_the_build_var(tmp_path, monkeypatch):
 
     project = yaml.safe_load((Path(__file__).parents[2] / "dbt_project.yml").read_text())
     required = project["vars"]["gpucost_required_bill_columns"]
-    from gpucost.expectations import focus
+    from gpucost.validation.expectations import focus
 
     assert set(required["focus"]) | {"BillingCurrency"} == set(focus.required_columns())
 
@@ -566,8 +566,8 @@ def test_lower_case_headers_date_only_periods_and_gzip_named_csv_pass(generated_
 
 def test_the_validator_reads_like_the_build():
     """The rules written twice (SQL for the build, Python for validate) are the same text."""
-    from gpucost.expectations import focus
-    from gpucost.expectations._prometheus import MAX_JSON_OBJECT_BYTES
+    from gpucost.validation.expectations import focus
+    from gpucost.validation.expectations._prometheus import MAX_JSON_OBJECT_BYTES
 
     macros = Path(__file__).parents[2] / "macros"
     types = (macros / "types_and_time.sql").read_text()

@@ -1,4 +1,4 @@
--- One row per workload: the signals the learned attribution model reads (gpucost.attribution), and
+-- One row per workload: the signals the learned attribution model reads (gpucost.core.attribution), and
 -- known_project_id, the label it learns from (a valid project label or a human override; rules are not
 -- used as labels: rule_project_id only feeds the neighbours' history features). Code fingerprints (image
 -- repository, tag, digest, pod / owner / app names), resource

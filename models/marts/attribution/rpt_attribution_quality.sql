@@ -1,4 +1,4 @@
--- How good the learned attribution is, measured on every build (gpucost.attribution):
+-- How good the learned attribution is, measured on every build (gpucost.core.attribution):
 --   holdout      accuracy on labelled workloads hidden from training (time-based split: trained on the
 --                earlier, tested on the later ones), money-weighted by each workload's effective cost;
 --                coverage = share of that cost at or above the build's auto_threshold (derived from var

@@ -1,6 +1,6 @@
-"""Bill files that their reader cannot read through, and why (gpucost.landing_probes)."""
+"""Bill files that their reader cannot read through, and why (gpucost.validation.landing_probes)."""
 
-from gpucost.landing_probes import probes_table
+from gpucost.validation.landing_probes import probes_table
 
 
 def model(dbt, session):

@@ -1,6 +1,6 @@
-"""The landing zone's symlinks and whether its target is outside it (gpucost.landing_links)."""
+"""The landing zone's symlinks and whether its target is outside it (gpucost.validation.landing_links)."""
 
-from gpucost.landing_links import links_table
+from gpucost.validation.landing_links import links_table
 
 
 def model(dbt, session):

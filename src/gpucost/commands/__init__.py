@@ -1,0 +1,1 @@
+"""The `gpucost` command and its subcommands: build, publish, report, gate, collect, statements."""

@@ -1,0 +1,189 @@
+"""Arrow in and out for the dbt Python models: rows in, typed Arrow tables out.
+
+Money leaves as ``decimal128(38, 18)`` so DuckDB reads it back as ``DECIMAL(38, 18)``:
+no float ever appears between the allocation core and the marts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+MONEY = pa.decimal128(38, 18)
+
+PRORATED_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("workload_id", pa.string()),
+        ("allocation_kind", pa.string()),
+        ("unallocated_reason", pa.string()),
+        ("allocation_basis", pa.string()),
+        ("basis_gpu_ms", pa.int64()),
+        ("used_gpu_ms", pa.int64()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+        ("utilised_cost", MONEY),
+    ]
+)
+
+# The GPU / CPU / memory parts of GPU node lines (gpucost.core.node_parts.split_line_parts).
+LINE_PARTS_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("resource_part", pa.string()),
+        ("part_weight", pa.int64()),
+        ("capacity_units", pa.int64()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+    ]
+)
+
+# The CPU and memory parts allocated (gpucost.core.node_parts.prorate_compute_parts).
+COMPUTE_PRORATED_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("resource_part", pa.string()),
+        ("workload_id", pa.string()),
+        ("allocation_kind", pa.string()),
+        ("recipient", pa.string()),
+        ("allocation_basis", pa.string()),
+        ("basis_units", pa.int64()),
+        ("unallocated_reason", pa.string()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+    ]
+)
+
+IDLE_SPREAD_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("workload_id", pa.string()),
+        ("recipient_group", pa.string()),
+        ("recipient", pa.string()),
+        ("reservation_id", pa.string()),
+        ("team_id", pa.string()),
+        ("project_id", pa.string()),
+        ("scope_key", pa.string()),
+        ("idle_policy", pa.string()),
+        ("idle_reason", pa.string()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+    ]
+)
+
+SHARED_SPREAD_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("recipient_id", pa.string()),
+        ("scope_key", pa.string()),
+        ("unallocated_reason", pa.string()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+    ]
+)
+
+# Storage lines split over the pods that held the volume's claim
+# (gpucost.core.storage.allocate_volume_lines).
+VOLUME_CLAIM_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("workload_id", pa.string()),
+        ("allocation_kind", pa.string()),
+        ("unallocated_reason", pa.string()),
+        ("allocation_basis", pa.string()),
+        ("mounted_ms", pa.int64()),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+        ("allocation_ratio", MONEY),
+    ]
+)
+
+# One row per workload the learned attribution model scored (int_workload_attribution_scores: the
+# undeclared workloads and the hold-out, scored_set). Probabilities are not money: doubles, rounded
+# to 6 decimals by gpucost.core.attribution.
+ATTRIBUTION_SCHEMA = pa.schema(
+    [
+        ("scored_set", pa.string()),
+        ("workload_id", pa.string()),
+        ("predicted_project_id", pa.string()),
+        ("attribution_confidence", pa.float64()),
+        ("candidate_1_project_id", pa.string()),
+        ("candidate_1_probability", pa.float64()),
+        ("candidate_2_project_id", pa.string()),
+        ("candidate_2_probability", pa.float64()),
+        ("candidate_3_project_id", pa.string()),
+        ("candidate_3_probability", pa.float64()),
+        ("attribution_signals", pa.string()),
+        ("true_project_id", pa.string()),
+        ("model_training_workloads", pa.int64()),
+        ("model_calibration_workloads", pa.int64()),
+        ("model_calibration", pa.string()),
+        ("auto_threshold", pa.float64()),
+    ]
+)
+
+# Allocation rows of int_cost_allocations_placed, as int_cost_allocations_shared_split returns them.
+PLACED_SCHEMA = pa.schema(
+    [
+        ("charge_id", pa.string()),
+        ("workload_id", pa.string()),
+        ("team_id", pa.string()),
+        ("project_id", pa.string()),
+        ("user_id", pa.string()),
+        ("allocation_kind", pa.string()),
+        ("allocation_basis", pa.string()),
+        ("attribution_method", pa.string()),
+        ("attribution_rule_id", pa.string()),
+        ("attribution_confidence", pa.float64()),
+        ("unallocated_reason", pa.string()),
+        ("allocation_ratio", MONEY),
+        ("billed_cost", MONEY),
+        ("effective_cost", MONEY),
+    ]
+)
+
+
+def config_text(value: Any) -> str | None:
+    """A dbt Python model's config value as rendered from a var: its text, or None when the var
+    is unset (null renders as ``None``, an empty default as ``''``)."""
+    text = str(value if value is not None else "").strip()
+    return None if text in ("", "None", "none", "null") else text
+
+
+def rows_of(relation_or_table: Any) -> list[dict[str, Any]]:
+    """Rows of an Arrow table, or of anything with ``.arrow()`` / ``.to_arrow_table()`` /
+    ``.toArrow()``.
+
+    A DuckDB relation (or a PySpark DataFrame, collected to the driver: ``toArrow``, PySpark 4) is
+    read through Arrow, so DECIMAL columns arrive as ``Decimal``.
+    """
+    table = relation_or_table
+    if not isinstance(table, pa.Table):
+        if hasattr(table, "to_arrow_table"):
+            table = table.to_arrow_table()
+        elif hasattr(table, "toArrow"):
+            table = table.toArrow()
+        elif hasattr(table, "arrow"):
+            table = table.arrow()
+        if isinstance(table, pa.RecordBatchReader):
+            table = table.read_all()
+    return table.to_pylist()
+
+
+def table_of(rows: Iterable[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """An Arrow table with exactly ``schema``'s columns and types, from rows."""
+    rows = list(rows)
+    return pa.table(
+        {
+            field.name: pa.array([row.get(field.name) for row in rows], field.type)
+            for field in schema
+        },
+        schema=schema,
+    )

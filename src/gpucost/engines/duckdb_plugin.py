@@ -1,0 +1,50 @@
+"""dbt-duckdb plugin (profiles.yml ``plugins: [{module: gpucost.engines.duckdb_plugin}]``):
+registers
+the Python
+functions the telemetry readers call in SQL (``macros/landing.sql``).
+
+- ``gpucost_prometheus_text(content VARCHAR, filename VARCHAR, modified_epoch DOUBLE) ->
+VARCHAR``: an
+  exposition-text or OpenMetrics file as a query_range response in JSON (gpucost.engines.prom_text);
+- ``gpucost_gunzip(content BLOB) -> VARCHAR``: a gzip file's text, null when unreadable;
+- ``gpucost_outside_landing(path VARCHAR, landing_dir VARCHAR) -> BOOLEAN``: the landed path is a
+  symlink (or under one) whose target is outside the landing zone
+  (gpucost.validation.landing_links).
+"""
+
+from __future__ import annotations
+
+from dbt.adapters.duckdb.plugins import BasePlugin
+from duckdb import DuckDBPyConnection
+from duckdb.sqltypes import BLOB, BOOLEAN, DOUBLE, VARCHAR
+
+from gpucost.engines.prom_text import gunzip_text, prometheus_text_response
+from gpucost.validation.landing_links import is_outside_landing
+
+
+class Plugin(BasePlugin):
+    def configure_connection(self, conn: DuckDBPyConnection) -> None:
+        conn.create_function(
+            "gpucost_prometheus_text",
+            prometheus_text_response,
+            [VARCHAR, VARCHAR, DOUBLE],
+            VARCHAR,
+            null_handling="special",
+            side_effects=False,
+        )
+        conn.create_function(
+            "gpucost_gunzip",
+            gunzip_text,
+            [BLOB],
+            VARCHAR,
+            null_handling="special",
+            side_effects=False,
+        )
+        conn.create_function(
+            "gpucost_outside_landing",
+            is_outside_landing,
+            [VARCHAR, VARCHAR],
+            BOOLEAN,
+            null_handling="special",
+            side_effects=False,
+        )

@@ -1,0 +1,1 @@
+"""Validation of landed files: Great Expectations suites, bill-file probes, symlink refusal."""
