@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from gpucost.synth import MonthConfig, generate_month
 from gpucost.synth.bill_formats import render_bill
-from gpucost.synth.generator import generate_month
 
 REFERENCE = {
     "allocation_pools/pools.csv": (
@@ -34,9 +34,10 @@ REFERENCE = {
 
 
 def main(out: Path) -> None:
-    generate_month(
-        out, seed=7, nodes=2, days=2, step_seconds=900, clusters=2, slurm_nodes=1, hard=True
+    config = MonthConfig(
+        seed=7, nodes=2, days=2, step_seconds=900, clusters=2, slurm_nodes=1, hard=True
     )
+    generate_month(out, config)
     render_bill(out, "onprem")
     for name, text in REFERENCE.items():
         path = out / "reference" / name

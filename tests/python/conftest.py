@@ -77,10 +77,12 @@ def _build(landing: Path, work: Path, *extra: str) -> Warehouse:
 
 @pytest.fixture(scope="session")
 def generated_month(tmp_path_factory) -> tuple[Path, dict]:
-    from gpucost.synth.generator import generate_month
+    from gpucost.synth import MonthConfig, generate_month
 
     landing = tmp_path_factory.mktemp("generated") / "landing"
-    summary = generate_month(landing, seed=7, nodes=4, days=3, step_seconds=600, clusters=2)
+    summary = generate_month(
+        landing, MonthConfig(seed=7, nodes=4, days=3, step_seconds=600, clusters=2)
+    )
     return landing, summary
 
 

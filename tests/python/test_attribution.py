@@ -646,16 +646,13 @@ def test_hard_generator_month_is_harder_and_writes_the_truth(tmp_path):
     import csv
     import json
 
-    from gpucost.synth.generator import HANDOFF_PROJECT, generate_month
+    from gpucost.synth import MonthConfig, generate_month
+    from gpucost.synth.reference import HANDOFF_PROJECT
 
     truth_csv = tmp_path / "truth" / "workloads.csv"
     summary = generate_month(
         tmp_path / "landing",
-        seed=3,
-        nodes=4,
-        days=4,
-        step_seconds=600,
-        hard=True,
+        MonthConfig(seed=3, nodes=4, days=4, step_seconds=600, hard=True),
         truth_csv=truth_csv,
     )
     truth = list(csv.DictReader(truth_csv.open(encoding="utf-8")))

@@ -63,10 +63,10 @@ def write_focus(path: Path, rows: list[dict[str, str]], header: list[str] | None
 
 @pytest.fixture(scope="module")
 def tiny_month(tmp_path_factory) -> Path:
-    from gpucost.synth.generator import generate_month
+    from gpucost.synth import MonthConfig, generate_month
 
     landing = tmp_path_factory.mktemp("tiny") / "landing"
-    generate_month(landing, seed=11, nodes=2, days=1, step_seconds=900, clusters=1)
+    generate_month(landing, MonthConfig(seed=11, nodes=2, days=1, step_seconds=900, clusters=1))
     return landing
 
 

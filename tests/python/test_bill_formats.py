@@ -24,11 +24,12 @@ NATIVE = [fmt for fmt in BILL_FORMATS if fmt not in ("focus", "onprem")]
 
 @pytest.fixture(scope="module")
 def small_month(tmp_path_factory) -> Path:
-    from gpucost.synth.generator import generate_month
+    from gpucost.synth import MonthConfig, generate_month
 
     landing = tmp_path_factory.mktemp("formats") / "focus" / "landing"
     # without the Slurm queue: its node-hours stay FOCUS lines under every format (test_usage_sources)
-    generate_month(landing, seed=11, nodes=2, days=1, step_seconds=900, clusters=1, slurm_nodes=0)
+    config = MonthConfig(seed=11, nodes=2, days=1, step_seconds=900, clusters=1, slurm_nodes=0)
+    generate_month(landing, config)
     return landing
 
 

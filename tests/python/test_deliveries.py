@@ -61,11 +61,11 @@ def age(path: Path, seconds: float) -> None:
 
 @pytest.fixture(scope="module")
 def deliveries(tmp_path_factory) -> tuple[Warehouse, str]:
-    from gpucost.synth.generator import generate_month
+    from gpucost.synth import MonthConfig, generate_month
 
     root = tmp_path_factory.mktemp("deliveries")
     landing = root / "land[1]*?" / "landing"
-    generate_month(landing, seed=11, nodes=2, days=1, step_seconds=900, clusters=1)
+    generate_month(landing, MonthConfig(seed=11, nodes=2, days=1, step_seconds=900, clusters=1))
     focus = landing / "billing" / "focus"
 
     # a month partitioned by day (Hive style): every day folder is a part of one delivery

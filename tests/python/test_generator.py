@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gpucost.synth.generator import DCGM_METRICS, FOCUS_COLUMNS, KUBE_METRICS, generate_month
+from gpucost.synth import MonthConfig, generate_month
+from gpucost.synth.reference import DCGM_METRICS, FOCUS_COLUMNS, KUBE_METRICS
 
 EXPECTED_HEADER = [
     "AvailabilityZone",
@@ -110,14 +111,14 @@ def _iso_hour(ts: int) -> str:
 def moderate(tmp_path_factory) -> tuple[Path, dict, list[str]]:
     out = tmp_path_factory.mktemp("moderate")
     messages: list[str] = []
-    summary = generate_month(out, seed=7, progress=messages.append, **MODERATE)
+    summary = generate_month(out, MonthConfig(seed=7, **MODERATE), progress=messages.append)
     return out, summary, messages
 
 
 @pytest.fixture(scope="module")
 def month_boundary(tmp_path_factory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("boundary")
-    summary = generate_month(out, seed=3, start="2026-10-31", **TINY | {"days": 2})
+    summary = generate_month(out, MonthConfig(seed=3, start="2026-10-31", **TINY | {"days": 2}))
     return out, summary
 
 
@@ -125,9 +126,9 @@ def month_boundary(tmp_path_factory) -> tuple[Path, dict]:
 
 
 def test_same_seed_is_byte_identical_and_other_seed_differs(tmp_path: Path) -> None:
-    a = generate_month(tmp_path / "a", seed=11, **TINY)
-    b = generate_month(tmp_path / "b", seed=11, **TINY)
-    c = generate_month(tmp_path / "c", seed=12, **TINY)
+    a = generate_month(tmp_path / "a", MonthConfig(seed=11, **TINY))
+    b = generate_month(tmp_path / "b", MonthConfig(seed=11, **TINY))
+    c = generate_month(tmp_path / "c", MonthConfig(seed=12, **TINY))
     da, db, dc = (_tree_digest(tmp_path / x) for x in "abc")
     assert da == db
     assert len(da) == a["files"] == b["files"]
@@ -311,7 +312,7 @@ def test_untagged_fraction_and_label_mix(moderate) -> None:
 
 
 def test_untagged_fraction_parameter(tmp_path: Path) -> None:
-    s = generate_month(tmp_path, seed=5, untagged_fraction=0.2, **MODERATE)
+    s = generate_month(tmp_path, MonthConfig(seed=5, untagged_fraction=0.2, **MODERATE))
     assert 0.15 <= s["untagged_pods"] / s["pods"] <= 0.25
 
 
@@ -443,4 +444,4 @@ def test_month_boundary_writes_one_file_per_month(month_boundary) -> None:
 )
 def test_rejects_bad_arguments(tmp_path: Path, kwargs: dict) -> None:
     with pytest.raises(ValueError):
-        generate_month(tmp_path, **(TINY | kwargs))
+        generate_month(tmp_path, MonthConfig(**(TINY | kwargs)))

@@ -143,10 +143,12 @@ BAD_FILES = {
 
 
 def _land(root: Path) -> tuple[Path, dict]:
-    from gpucost.synth.generator import generate_month
+    from gpucost.synth import MonthConfig, generate_month
 
     landing = root / "landing"
-    summary = generate_month(landing, seed=3, nodes=2, days=2, step_seconds=900, clusters=1)
+    summary = generate_month(
+        landing, MonthConfig(seed=3, nodes=2, days=2, step_seconds=900, clusters=1)
+    )
     # a day of 0-byte DCGM files: the second day of the Kubernetes cluster
     lost_day = landing / "metrics" / "dcgm" / "gpu-east" / "2026-10-02"
     for path in lost_day.glob("*.json"):

@@ -105,7 +105,7 @@ def test_the_month_reconciles_and_each_source_carries_money(generated_warehouse)
 def test_the_month_with_every_source_is_byte_identical_for_a_seed(tmp_path):
     import hashlib
 
-    from gpucost.synth.generator import generate_month
+    from gpucost.synth import MonthConfig, generate_month
 
     def digest(root):
         return {
@@ -115,8 +115,8 @@ def test_the_month_with_every_source_is_byte_identical_for_a_seed(tmp_path):
         }
 
     tiny = {"nodes": 2, "days": 1, "step_seconds": 900, "clusters": 1}
-    a = digest(generate_month(tmp_path / "a", seed=3, **tiny) and tmp_path / "a")
-    b = digest(generate_month(tmp_path / "b", seed=3, **tiny) and tmp_path / "b")
+    a = digest(generate_month(tmp_path / "a", MonthConfig(seed=3, **tiny)) and tmp_path / "a")
+    b = digest(generate_month(tmp_path / "b", MonthConfig(seed=3, **tiny)) and tmp_path / "b")
     assert a == b
     assert any(name.startswith("scheduler/slurm/") for name in a)
 

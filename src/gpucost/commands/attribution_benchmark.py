@@ -171,23 +171,22 @@ def _pct(x: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from gpucost.commands.cli import dbt_env, dbt_executable, find_project_dir
-    from gpucost.synth.generator import generate_month
+    from gpucost.synth import MonthConfig, generate_month
 
     out = Path(args.out or tempfile.mkdtemp(prefix="gpucost-attribution-"))
     landing, warehouse = out / "landing", out / "gpucost.duckdb"
     truth_csv = out / "truth" / "workloads.csv"
     t = time.perf_counter()
-    summary = generate_month(
-        landing,
+    config = MonthConfig(
         seed=args.seed,
         nodes=args.nodes,
         days=args.days,
         step_seconds=args.step,
         untagged_fraction=0.5,
         hard=True,
-        truth_csv=truth_csv,
         creator_webhook_share=args.creator_webhook,
     )
+    summary = generate_month(landing, config, truth_csv=truth_csv)
     print(
         f"generated {summary['pods']} pods ({summary['untagged_pods']} untagged,"
         f" {summary['typo_pods']} typo'd, {summary['creator_stamped_pods']} with the creator"

@@ -543,7 +543,7 @@ def benchmark_tier(
     machine: dict,
     clusters: int = 2,
 ) -> dict:
-    from gpucost.synth.generator import generate_month
+    from gpucost.synth import MonthConfig, generate_month
 
     start = "2026-10-01"
     threads, memory_limit = profile_settings()
@@ -555,15 +555,10 @@ def benchmark_tier(
 
     _say(f"{tag}: generating into {landing}")
     started = time.perf_counter()
-    summary = generate_month(
-        landing,
-        seed=seed,
-        nodes=nodes,
-        days=days,
-        step_seconds=step,
-        start=start,
-        clusters=clusters,
+    config = MonthConfig(
+        seed=seed, nodes=nodes, days=days, step_seconds=step, start=start, clusters=clusters
     )
+    summary = generate_month(landing, config)
     generate_s = time.perf_counter() - started
     hold_back_last_day(landing, held, start, days)
     landing_mb, heldback_mb = _tree_size_mb(landing), _tree_size_mb(held)

@@ -56,7 +56,7 @@ def warehouse_path(project_dir: Path, override: str | None = None) -> Path:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from gpucost.synth.generator import generate_month
+    from gpucost.synth import MonthConfig, generate_month
 
     project_dir = find_project_dir()
     out = landing_dir(project_dir, args.out)
@@ -71,8 +71,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         f"seed {args.seed} into {out}",
         flush=True,
     )
-    summary = generate_month(
-        out,
+    config = MonthConfig(
         seed=args.seed,
         nodes=args.nodes,
         days=args.days,
@@ -80,7 +79,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
         start=args.start,
         clusters=args.clusters,
         slurm_nodes=getattr(args, "slurm_nodes", 2),
-        progress=lambda message: print(f"  {message}", flush=True),
+    )
+    summary = generate_month(
+        out, config, progress=lambda message: print(f"  {message}", flush=True)
     )
     bill_format = getattr(args, "bill_format", "focus")
     if bill_format != "focus":
