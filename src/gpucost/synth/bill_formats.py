@@ -35,6 +35,7 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
+import io
 import json
 import shutil
 from collections import defaultdict
@@ -140,7 +141,12 @@ def write_cur_legacy(lines: list[dict[str, str]], out: Path) -> list[Path]:
         header += [f"resourceTags/user:{k}" for k in tag_keys]
         path = out / "billing" / "aws_cur" / month / "gpucost-cur-00001.csv.gz"
         path.parent.mkdir(parents=True, exist_ok=True)
-        with gzip.open(path, "wt", encoding="utf-8", newline="") as handle:
+        # no write time and no file name in the gzip header: same month, same bytes
+        with (
+            path.open("wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed,
+            io.TextIOWrapper(packed, encoding="utf-8", newline="") as handle,
+        ):
             writer = csv.DictWriter(handle, fieldnames=header, lineterminator="\n")
             writer.writeheader()
             for index, line in enumerate(month_lines):
