@@ -13,7 +13,6 @@ from sklearn.feature_extraction import DictVectorizer
 from gpucost.core.attribution import (
     SharedLessons,
     UserInference,
-    _shown_features,
     attribute,
     calibration_weights,
     creator_user,
@@ -29,6 +28,7 @@ from gpucost.core.attribution import (
     threshold_for_accuracy,
     tokens,
 )
+from gpucost.core.attribution.pipeline import _shown_features
 
 PROJECTS = ["rag-search", "summarizer", "detector-v2"]
 

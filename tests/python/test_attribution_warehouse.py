@@ -296,7 +296,8 @@ def _assert_threshold_derived(warehouse: Path, target: float, printed: float) ->
     """The build's threshold is the one threshold_for_accuracy gives over its own predictions
     (weighted by GPU-hours), on every score row and in rpt_attribution_quality, and it is what
     decided which workloads the model owns."""
-    from gpucost.core.attribution import _gpu_hours, threshold_for_accuracy
+    from gpucost.core.attribution import threshold_for_accuracy
+    from gpucost.core.attribution.features import gpu_hours
 
     with duckdb.connect(str(warehouse), read_only=True) as con:
         thresholds = con.sql(
@@ -315,7 +316,7 @@ def _assert_threshold_derived(warehouse: Path, target: float, printed: float) ->
     ((threshold,),) = thresholds
     assert threshold == printed == float(reported[0])
     expected = threshold_for_accuracy(
-        [r["attribution_confidence"] for r in rows], [_gpu_hours(r) for r in rows], target
+        [r["attribution_confidence"] for r in rows], [gpu_hours(r) for r in rows], target
     )
     assert threshold == expected
     for r in rows:

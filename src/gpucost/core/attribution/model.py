@@ -1,0 +1,480 @@
+"""The model: a logistic regression over the feature dicts, a second stage shared by every project
+(:class:`SharedLessons`), calibrated top-3 predictions with the signals that drove them."""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.linear_model import LogisticRegression
+
+from gpucost.core.attribution.calibration import CAL_MIN, TopLabelCalibrator
+from gpucost.core.attribution.features import NONE
+
+_C = 2.0  # inverse L2 strength of the logistic regression
+
+
+_MAX_ITER = 200
+
+
+# features whose value names a project (a neighbour's, a reader's, a name's, a typo's closest id):
+# a vote for that project, weighed once for every project by the second stage (SharedLessons)
+NAMING = (
+    "user_prev",
+    "user_next",
+    "ns_prev",
+    "ns_next",
+    "family_prev",
+    "family_next",
+    "reads_prev",
+    "read_by",
+    "pipeline_prev",
+    "mentions",
+    "label_close_to",
+)
+
+
+SHARES = ("user_mix", "ns_mix")  # a project's share of the user's / namespace's known history
+
+
+_FOLDS = 3  # out-of-fold first-stage probabilities the second stage and the calibration learn from
+
+
+_LESSON_PRIOR = 0.1  # Gaussian prior on the second stage's weights (first stage's weight 1, rest 0)
+
+
+_KIND_MIN = 30  # fewest training workloads of an owner kind to learn its own lessons
+
+
+_LESSON_TOL = 1e-6  # the solver stops when the mean log-loss per workload moves less than this
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """Top candidates of one workload, most probable first (probabilities are calibrated)."""
+
+    workload_id: str
+    candidates: tuple[tuple[str, float], ...]
+    signals: str = ""
+
+    @property
+    def project_id(self) -> str | None:
+        return self.candidates[0][0] if self.candidates else None
+
+    @property
+    def confidence(self) -> float:
+        return self.candidates[0][1] if self.candidates else 0.0
+
+
+@dataclass
+class AttributionModel:
+    """A fitted regression, its confidence calibration and what they were fitted on."""
+
+    vectorizer: DictVectorizer
+    classifier: LogisticRegression
+    calibrator: TopLabelCalibrator | None
+    classes: tuple[str, ...]
+    training_workloads: int
+    calibration: str
+    coefficients: np.ndarray = field(repr=False)
+    # (raw first-candidate probability, was it right, weight) of each calibration workload
+    calibration_set: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(
+        default=None, repr=False
+    )
+    # the checkpoint's training matrix, until training continues on the hold-out
+    training_data: tuple[Any, np.ndarray] | None = field(default=None, repr=False)
+    # the second stage: what a feature naming a project is worth, shared by every project
+    lessons: SharedLessons | None = None
+    # the last ``holdout_workloads`` of the calibration set are the time-based hold-out
+    holdout_workloads: int = 0
+
+    @property
+    def calibration_workloads(self) -> int:
+        return 0 if self.calibration_set is None else len(self.calibration_set[0])
+
+
+def _owner_kind(features: Mapping[str, float]) -> str:
+    return next((k[11:] for k in features if k.startswith("owner_kind=")), NONE)
+
+
+@dataclass
+class SharedLessons:
+    """The second stage: what a feature naming a project is worth, learnt once for every project.
+
+    The regression (first stage) learns ``reads_prev=<project>`` per project, so how much an
+    evaluation's producer says about its project is learnt ten times over, from each project's few
+    evaluations, and a project's first serving pod cannot borrow what every other project's serving
+    pods taught (that a deployment's name says its project). Here each candidate project c of a
+    workload scores ``a * log p1(c) + sum of w[f] * value`` over the workload's features f that name
+    c (:data:`NAMING`: a neighbour's, a reader's or a name's project; :data:`SHARES`: the project's
+    share of the user's or namespace's history), softmax over the projects: a conditional logit, one
+    weight per kind of feature, shared by every project, plus a deviation per owner kind (an
+    evaluation's name says the harness it runs, a serving pod's its project). Fitted by maximum
+    likelihood on first-stage probabilities of workloads that stage did not see (out of fold), with
+    a Gaussian prior of ``_LESSON_PRIOR`` toward the first stage alone (a = 1, every w = 0).
+
+    It reads the first stage's feature matrix: ``lesson_of`` / ``class_of`` say, per vocabulary
+    column, which kind of naming feature it is and which project it names (-1: neither), and
+    ``kind_of`` which owner kind a column ``owner_kind=<kind>`` is (-1: no lessons of its own).
+    """
+
+    kinds: tuple[str, ...]
+    lesson_of: np.ndarray = field(repr=False)
+    class_of: np.ndarray = field(repr=False)
+    kind_of: np.ndarray = field(repr=False)
+    weights: np.ndarray  # [a, a per kind..., w shared..., w per kind...]
+
+    @classmethod
+    def columns(
+        cls, names: Sequence[str], classes: Sequence[str], kinds: Sequence[str]
+    ) -> SharedLessons:
+        """Lessons at their start (the first stage alone) over a vectorizer's ``names``."""
+        lesson = {p: i for i, p in enumerate(NAMING + SHARES)}
+        index = {c: j for j, c in enumerate(classes)}
+        kind_index = {k: i for i, k in enumerate(kinds)}
+        lesson_of = np.full(len(names), -1)
+        class_of = np.full(len(names), -1)
+        kind_of = np.full(len(names), -1)
+        for j, name in enumerate(names):
+            prefix, _, value = name.partition("=")
+            if prefix in lesson and value in index:
+                lesson_of[j], class_of[j] = lesson[prefix], index[value]
+            elif prefix == "owner_kind" and value in kind_index:
+                kind_of[j] = kind_index[value]
+        start = np.zeros(1 + len(kinds) + len(lesson) * (1 + len(kinds)))
+        start[0] = 1.0
+        return cls(tuple(kinds), lesson_of, class_of, kind_of, start)
+
+    def _split(self) -> tuple[float, np.ndarray, np.ndarray]:
+        k = len(self.kinds)
+        return float(self.weights[0]), self.weights[1 : 1 + k], self.weights[1 + k :]
+
+    def design(self, x: Any, k: int) -> tuple[sparse.csr_matrix, np.ndarray]:
+        """(workloads x ``k`` projects rows, lesson columns) of the naming features in ``x`` (the
+        first stage's matrix), and each workload's owner-kind index (-1: no lessons of its own)."""
+        x = sparse.csr_matrix(x)
+        n, width = x.shape[0], len(NAMING) + len(SHARES)
+        kinds = np.full(n, -1)
+        kind_cols = np.flatnonzero(self.kind_of >= 0)
+        if len(kind_cols):
+            found = x[:, kind_cols].tocoo()
+            kinds[found.row] = self.kind_of[kind_cols[found.col]]
+        naming = np.flatnonzero(self.lesson_of >= 0)
+        coo = x[:, naming].tocoo()
+        col = naming[coo.col]
+        rows = coo.row * k + self.class_of[col]
+        cols = self.lesson_of[col]
+        own = kinds[coo.row] >= 0
+        rows = np.concatenate([rows, rows[own]])
+        cols = np.concatenate([cols, width * (1 + kinds[coo.row][own]) + cols[own]])
+        vals = np.concatenate([coo.data, coo.data[own]])
+        shape = (n * k, width * (1 + len(self.kinds)))
+        return sparse.csr_matrix((vals, (rows, cols)), shape=shape), kinds
+
+    def scale(self, kinds: np.ndarray) -> np.ndarray:
+        """The weight of the first stage's log-probability, per workload (by owner kind)."""
+        a, a_kind, _ = self._split()
+        return a + np.where(kinds >= 0, np.append(a_kind, 0.0)[kinds], 0.0)
+
+    def scores(self, log_p: np.ndarray, m: sparse.csr_matrix, kinds: np.ndarray) -> np.ndarray:
+        _, _, w = self._split()
+        return self.scale(kinds)[:, None] * log_p + (m @ w).reshape(log_p.shape)
+
+    def proba(self, first: np.ndarray, x: Any) -> np.ndarray:
+        """Second-stage probabilities from the first stage's (``first``: workloads x projects)."""
+        m, kinds = self.design(x, first.shape[1])
+        return _softmax(self.scores(_log(first), m, kinds))
+
+    def contributions(
+        self, indices: np.ndarray, data: np.ndarray, best: int, first: np.ndarray
+    ) -> np.ndarray:
+        """What each of a workload's features (its matrix row: ``indices``, ``data``) adds to
+        project ``best``'s second-stage score: its regression contribution ``first`` times the
+        weight of the first stage, plus its lesson (0 unless it names that project)."""
+        kinds = self.kind_of[indices]
+        kind = int(kinds[kinds >= 0][0]) if (kinds >= 0).any() else -1
+        _, _, w = self._split()
+        width = len(NAMING) + len(SHARES)
+        lesson = self.lesson_of[indices]
+        names = (lesson >= 0) & (self.class_of[indices] == best)
+        weight = np.where(names, w[np.maximum(lesson, 0)], 0.0)
+        if kind >= 0:
+            weight += np.where(names, w[width * (1 + kind) + np.maximum(lesson, 0)], 0.0)
+        return self.scale(np.array([kind]))[0] * first + weight * data
+
+    def fit(self, first: np.ndarray, x: Any, y: np.ndarray) -> None:
+        """Maximum likelihood (L-BFGS from the first stage alone: deterministic) on out-of-fold
+        first-stage probabilities ``first`` of labelled workloads (``x``: their matrix, ``y``:
+        their labels' indices)."""
+        n, k = first.shape
+        m, kinds = self.design(x, k)
+        log_p = _log(first)
+        onehot = np.zeros((n, k))
+        onehot[np.arange(n), y] = 1.0
+        has_kind = kinds >= 0
+        start = self.weights.copy()
+
+        def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+            self.weights = theta
+            z = self.scores(log_p, m, kinds)
+            z -= z.max(axis=1, keepdims=True)
+            lse = np.log(np.exp(z).sum(axis=1))
+            r = np.exp(z - lse[:, None]) - onehot
+            g_scale = (r * log_p).sum(axis=1)
+            grad = np.concatenate(
+                [
+                    [g_scale.sum()],
+                    np.bincount(kinds[has_kind], g_scale[has_kind], minlength=len(self.kinds)),
+                    m.T @ r.ravel(),
+                ]
+            )
+            shift = theta - start
+            nll = float(lse.sum() - z[np.arange(n), y].sum())
+            # per workload: the solver's tolerances mean the same for a month and a year
+            return (nll + 0.5 * _LESSON_PRIOR * float(shift @ shift)) / n, (
+                grad + _LESSON_PRIOR * shift
+            ) / n
+
+        result = minimize(loss, start, jac=True, method="L-BFGS-B", tol=_LESSON_TOL)
+        self.weights = np.asarray(result.x, dtype=float)
+
+
+def _log(p: np.ndarray) -> np.ndarray:
+    return np.log(np.clip(p, 1e-6, 1.0))
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _proba(
+    model: AttributionModel, features: Sequence[Mapping[str, float]], x: Any = None
+) -> np.ndarray:
+    """Both stages: the regression's probabilities, then the shared lessons (when fitted).
+    ``x``: the features already vectorised, when the caller has them."""
+    x = model.vectorizer.transform(features) if x is None else x
+    first = model.classifier.predict_proba(x)
+    return first if model.lessons is None else model.lessons.proba(first, x)
+
+
+def _out_of_fold(
+    base: LogisticRegression, x: Any, y: np.ndarray, classes: Sequence[str]
+) -> np.ndarray | None:
+    """First-stage probabilities of each training workload from a regression fitted (same
+    settings) on the other ``_FOLDS`` - 1 interleaved folds; None when a fold leaves fewer than two
+    classes to learn from."""
+    n = x.shape[0]
+    if n < _FOLDS * CAL_MIN:
+        return None
+    out = np.zeros((n, len(classes)))
+    index = {c: j for j, c in enumerate(classes)}
+    fold = np.arange(n) % _FOLDS
+    for k in range(_FOLDS):
+        rest = fold != k
+        if len(set(y[rest])) < 2:
+            return None
+        part = LogisticRegression(**base.get_params())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            part.fit(x[rest], y[rest])
+        cols = [index[c] for c in part.classes_]
+        out[np.ix_(~rest, cols)] = part.predict_proba(x[~rest])
+    return out
+
+
+def fit(
+    features: Sequence[Mapping[str, float]],
+    labels: Sequence[str],
+    *,
+    weights: Sequence[float] | None = None,
+    calibration: tuple[Sequence[Mapping[str, float]], Sequence[str], Sequence[float]] | None = None,
+    seed: int = 0,
+    min_class_count: int = 3,
+) -> AttributionModel | None:
+    """Fit the two stages once, then calibrate them.
+
+    1. a multinomial logistic regression on the features (first stage);
+    2. the same regression refitted on ``_FOLDS`` - 1 interleaved folds scores the remaining one:
+       out-of-fold probabilities of every training workload, on which :class:`SharedLessons`
+       (second stage) is fitted;
+    3. the confidence of the first candidate is calibrated (:class:`TopLabelCalibrator`) on the
+       training workloads' out-of-fold predictions (``weights``) and on ``calibration`` =
+       (features, labels, weights) of workloads that started after every training workload (a
+       time-based hold-out: it sees the drift the predictions will face; last in
+       ``calibration_set``). The other candidates keep their share of the rest.
+
+    Returns None when fewer than two classes have ``min_class_count`` examples. With fewer than
+    ``CAL_MIN`` hold-out workloads the probabilities are not calibrated, and say so
+    (``calibration = "none"``). Deterministic: the solvers (lbfgs) are.
+    """
+    counts = Counter(labels)
+    keep = [i for i, y in enumerate(labels) if counts[y] >= min_class_count]
+    classes = sorted({labels[i] for i in keep})
+    if len(classes) < 2:
+        return None
+    vectorizer = DictVectorizer(sparse=True, sort=True)
+    # the vocabulary (not the labels) of the hold-out too: the training continued on it can use
+    # features that first appear there (a new dataset); before that their weights stay zero
+    # and every feature naming a known project, so the shared lessons can read one the training
+    # workloads never carried (their regression weights stay zero)
+    naming = {f"{p}={c}": 1.0 for p in NAMING + SHARES for c in classes}
+    vectorizer.fit(
+        [features[i] for i in keep] + list(calibration[0] if calibration else []) + [naming]
+    )
+    kept = [features[i] for i in keep]
+    x = vectorizer.transform(kept)
+    y = np.array([labels[i] for i in keep])
+    base = LogisticRegression(C=_C, max_iter=_MAX_ITER, tol=1e-3, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        base.fit(x, y)
+    coefs = base.coef_ if base.coef_.shape[0] > 1 else np.vstack([-base.coef_[0], base.coef_[0]])
+    model = AttributionModel(
+        vectorizer=vectorizer,
+        classifier=base,
+        calibrator=None,
+        classes=tuple(str(c) for c in base.classes_),
+        training_workloads=len(keep),
+        calibration="none",
+        coefficients=coefs,
+    )
+    oof = _out_of_fold(base, x, y, model.classes)
+    if oof is not None:
+        kinds = Counter(_owner_kind(f) for f in kept)
+        lessons = SharedLessons.columns(
+            vectorizer.feature_names_,
+            model.classes,
+            sorted(k for k, n in kinds.items() if n >= _KIND_MIN and k != NONE),
+        )
+        index = {c: j for j, c in enumerate(model.classes)}
+        lessons.fit(oof, x, np.array([index[c] for c in y]))
+        model.lessons = lessons
+        oof = lessons.proba(oof, x)  # both stages, out of fold: what the calibration reads
+    if calibration is not None and len(calibration[0]) >= CAL_MIN:
+        cal_x, cal_y, cal_w = calibration
+        top, correct = _raw_top(model, cal_x, cal_y)
+        weight = np.asarray(cal_w, dtype=float)
+        if oof is not None and weights is not None:
+            best = np.argmax(oof, axis=1)
+            top = np.concatenate([oof[np.arange(len(best)), best], top])
+            correct = np.concatenate([np.array(model.classes)[best] == y, correct])
+            weight = np.concatenate([np.asarray(weights, dtype=float)[keep], weight])
+        model.calibration_set = (top, correct, weight)
+        model.holdout_workloads = len(cal_x)
+        model.calibrator = TopLabelCalibrator(*model.calibration_set)
+        model.calibration = "platt_top_label"
+        model.training_data = (x, y)
+    return model
+
+
+def continue_training(
+    model: AttributionModel,
+    features: Sequence[Mapping[str, float]],
+    labels: Sequence[str],
+) -> None:
+    """Continue the regression's training on every labelled workload (warm start from the measured
+    checkpoint): the predictions use every label; the shared lessons and the calibration map
+    measured on the checkpoint are kept. Call it after the hold-out was scored (the checkpoint's
+    predictions are the measured ones)."""
+    if model.training_data is None:
+        return
+    model.training_data = None
+    known = np.isin(np.asarray(labels), model.classifier.classes_)
+    x = model.vectorizer.transform([f for f, k in zip(features, known, strict=True) if k])
+    base = model.classifier
+    base.set_params(warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        base.fit(x, np.asarray(labels)[known])
+    coefs = base.coef_ if base.coef_.shape[0] > 1 else np.vstack([-base.coef_[0], base.coef_[0]])
+    model.coefficients = coefs
+    model.training_workloads = int(known.sum())
+
+
+def _raw_top(
+    model: AttributionModel, features: Sequence[Mapping[str, float]], labels: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    proba = _proba(model, features)
+    best = np.argmax(proba, axis=1)
+    classes = np.array(model.classes)
+    return proba[np.arange(len(best)), best], classes[best] == np.asarray(labels)
+
+
+def cross_fitted_confidences(model: AttributionModel, folds: int = 5) -> np.ndarray | None:
+    """Calibrated confidences of the hold-out (the end of the calibration set), each from a map
+    fitted without its fold of the calibration set (interleaved in time order): what an honest
+    hold-out report may show."""
+    if model.calibration_set is None:
+        return None
+    top, correct, weight = model.calibration_set
+    out = np.empty(len(top))
+    fold = np.arange(len(top)) % folds
+    for k in range(folds):
+        rest = fold != k
+        cal = TopLabelCalibrator(top[rest], correct[rest], weight[rest])
+        out[~rest] = cal.predict(top[~rest])
+    return out[len(top) - model.holdout_workloads :]
+
+
+def predict(
+    model: AttributionModel,
+    features: Sequence[Mapping[str, float]],
+    workload_ids: Sequence[str],
+    *,
+    top: int = 3,
+    explain_below: float = 1.0,
+    confidences: np.ndarray | None = None,
+) -> list[Prediction]:
+    """Top-``top`` calibrated candidates per workload; the signals behind the first candidate are
+    spelled out (feature and its weight) for predictions with confidence below ``explain_below``.
+
+    The first candidate's probability is the calibrated confidence (``confidences`` when given,
+    else the model's calibration map); the others share the rest in their raw proportions, so the
+    candidates stay sorted and sum to at most 1."""
+    if not features:
+        return []
+    x = model.vectorizer.transform(features)
+    proba = _proba(model, features, x)
+    names = model.vectorizer.feature_names_
+    order = np.argsort(-proba, axis=1, kind="stable")[:, :top]
+    raw_top = proba[np.arange(len(order)), order[:, 0]]
+    if confidences is not None:
+        calibrated = np.asarray(confidences, dtype=float)
+    elif model.calibrator is not None:
+        calibrated = model.calibrator.predict(raw_top)
+    else:
+        calibrated = raw_top
+    out = []
+    for i, wid in enumerate(workload_ids):
+        first = float(calibrated[i])
+        rest = (1.0 - first) / (1.0 - raw_top[i]) if raw_top[i] < 1.0 else 0.0
+        cands = tuple(
+            (model.classes[j], round(first if k == 0 else min(float(proba[i, j]) * rest, first), 6))
+            for k, j in enumerate(order[i])
+        )
+        signals = ""
+        if cands and cands[0][1] < explain_below:
+            signals = _signals(model, x.getrow(i), int(order[i, 0]), names)
+        out.append(Prediction(str(wid), cands, signals))
+    return out
+
+
+def _signals(model: AttributionModel, row: Any, best: int, names: Sequence[str]) -> str:
+    """The three features that add most to the first candidate's score: through the regression
+    (times the weight the lessons give it) and the shared lessons together."""
+    contrib = row.data * model.coefficients[best, row.indices]
+    if model.lessons is not None:
+        contrib = model.lessons.contributions(row.indices, row.data, best, contrib)
+    ranked = np.lexsort((row.indices, -contrib))[:3]
+    return "; ".join(
+        f"{names[row.indices[k]]} ({contrib[k]:+.2f})" for k in ranked if contrib[k] > 0
+    )

@@ -1,0 +1,321 @@
+"""One training per build (:func:`attribute`): trailing window, time-based hold-out, calibration,
+continued training, predictions for the undeclared workloads, and the rows of the dbt model."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpucost.core.attribution.calibration import calibration_weights, threshold_for_accuracy
+from gpucost.core.attribution.features import (
+    UserInference,
+    creator_user,
+    earlier_features,
+    gpu_hours,
+    history_features,
+    label_patterns,
+    later_features,
+    mask_draw,
+    start_epoch,
+    start_order,
+    static_features,
+    trailing_labelled,
+)
+from gpucost.core.attribution.model import (
+    AttributionModel,
+    Prediction,
+    continue_training,
+    cross_fitted_confidences,
+    fit,
+    predict,
+)
+
+
+@dataclass
+class Attribution:
+    """One build's model: predictions for the undeclared workloads and the hold-out it was
+    calibrated and measured on (prediction, true project), from a single training."""
+
+    predictions: list[Prediction]
+    holdout: list[tuple[Prediction, str]]
+    model: AttributionModel | None
+    auto_threshold: float  # the confidence from which a prediction places the money
+
+
+def attribute(
+    records: Sequence[Mapping[str, Any]],
+    known_projects: Sequence[str],
+    *,
+    training_days: float | None = 60,
+    holdout_fraction: float = 0.2,
+    seed: int = 0,
+    explain_below: float = 1.0,
+    target_accuracy: float | None = None,
+) -> Attribution:
+    """Train once, calibrate, measure and predict.
+
+    The labelled workloads (``record["known_project_id"]``) started within ``training_days`` of
+    the latest workload are split by start time: the latest ``holdout_fraction`` (every workload
+    starting at or after the cut, so each started after all training workloads) is hidden from
+    the regression; it calibrates the confidence (weighted to the mix of workloads to score, see
+    :func:`calibration_weights`) and, with confidences cross-fitted over folds so no workload
+    calibrates its own, is the measured hold-out. Every workload without a known project that no
+    rule placed (``declared_attribution_method`` absent or ``none``) gets top-3 candidates.
+
+    ``explain_below`` is the auto threshold: predictions below it say which features drove them.
+    With ``target_accuracy`` the threshold is derived instead (:func:`threshold_for_accuracy` over
+    the predictions, weighted by GPU-hours) and returned as ``auto_threshold``.
+
+    History features read neighbours on both sides (:func:`history_features`). No feature the
+    measured checkpoint is fitted on reads a hold-out label (a training workload's later side reads
+    the training labels only), so a hold-out workload's own label cannot move its raw prediction;
+    the hold-out reads what the targets read: every other workload's label, on both sides.
+    """
+    records = sorted(records, key=lambda r: str(r["workload_id"]))
+    labels = {
+        str(r["workload_id"]): str(r["known_project_id"])
+        for r in records
+        if r.get("known_project_id")
+    }
+    # neighbours placed by a declarative rule are known too: history features may read them
+    # (never as training labels: a rule is a guess written by a person, not a tag)
+    rules = {
+        str(r["workload_id"]): str(r["rule_project_id"])
+        for r in records
+        if r.get("rule_project_id")
+    }
+    targets = [
+        r
+        for r in records
+        if str(r["workload_id"]) not in labels
+        and r.get("declared_attribution_method") in (None, "none")
+    ]
+    labelled = trailing_labelled(records, labels, training_days)
+    n_test = math.ceil(len(labelled) * holdout_fraction)
+    if 0 < n_test < len(labelled):
+        cutoff = start_epoch(labelled[-n_test])
+        train = [r for r in labelled if start_epoch(r) < cutoff]
+        test = [r for r in labelled if start_epoch(r) >= cutoff]
+    else:
+        train, test = labelled, []
+    labelled_ids = {str(r["workload_id"]) for r in labelled}
+    views = _views(records, known_projects, targets, labelled_ids, seed)
+    target_ids = [str(r["workload_id"]) for r in targets]
+    train_ids = [str(r["workload_id"]) for r in train]
+    test_ids = [str(r["workload_id"]) for r in test]
+    order = start_order(views.writers)
+    known = {**rules, **labels}
+    earlier = earlier_features(order, known, views.readers)
+    later = later_features(order, known, views.readers)
+    # what the checkpoint is fitted on reads no hold-out label: the training workloads' later side
+    # reads the training labels only (their earlier side cannot reach the hold-out)
+    fitted_later = later_features(
+        order, {**rules, **{w: labels[w] for w in train_ids}}, views.readers
+    )
+    shown = {w: {**f, **earlier[w], **later[w]} for w, f in views.static.items()}
+    measured = {
+        **shown,
+        **{w: {**views.static[w], **earlier[w], **fitted_later[w]} for w in train_ids},
+    }
+    weights = calibration_weights(train + test, targets or test)
+    model = fit(
+        [measured[w] for w in train_ids],
+        [labels[w] for w in train_ids],
+        weights=weights[: len(train)],
+        calibration=(
+            [measured[w] for w in test_ids],
+            [labels[w] for w in test_ids],
+            weights[len(train) :],
+        ),
+        seed=seed,
+    )
+    if model is None:
+        return Attribution([Prediction(w, ()) for w in target_ids], [], None, explain_below)
+    # measured on the checkpoint (the regression has not seen the hold-out), then trained on
+    held = predict(
+        model,
+        [measured[w] for w in test_ids],
+        test_ids,
+        explain_below=0.0,
+        confidences=cross_fitted_confidences(model),
+    )
+    holdout = [(p, labels[p.workload_id]) for p in held]
+    labelled_order = train_ids + test_ids
+    continue_training(
+        model, [shown[w] for w in labelled_order], [labels[w] for w in labelled_order]
+    )
+    target_x = [shown[w] for w in target_ids]
+    if target_accuracy is None:
+        preds = predict(model, target_x, target_ids, explain_below=explain_below)
+        return Attribution(preds, holdout, model, explain_below)
+    preds = predict(model, target_x, target_ids)
+    threshold = threshold_for_accuracy(
+        [p.confidence for p in preds], [gpu_hours(r) for r in targets], target_accuracy
+    )
+    preds = [
+        p if p.confidence < threshold else Prediction(p.workload_id, p.candidates) for p in preds
+    ]
+    return Attribution(preds, holdout, model, threshold)
+
+
+@dataclass(frozen=True)
+class _Views:
+    """The workloads as the model sees them, before their neighbours' projects are read: static
+    features of the labelled workloads (masked) and the targets, each record under the user its
+    labels are filed (``writers``) and the user whose history it reads (``readers``)."""
+
+    static: dict[str, dict[str, float]]
+    writers: list[Mapping[str, Any]]
+    readers: dict[str, str | None]
+
+    def shown(self, neighbours: Mapping[str, str]) -> dict[str, dict[str, float]]:
+        """Static and history features, the history reading ``neighbours``' projects."""
+        history = history_features(self.writers, neighbours, self.readers)
+        return {wid: {**f, **history[wid]} for wid, f in self.static.items()}
+
+
+def _views(
+    records: Sequence[Mapping[str, Any]],
+    known_projects: Sequence[str],
+    targets: Sequence[Mapping[str, Any]],
+    labelled_ids: set[str],
+    seed: int,
+) -> _Views:
+    """A labelled workload is shown masked like the targets (:func:`mask_draw`); a workload without
+    a user label (or masked) reads history under its creator (:func:`creator_user`, not masked: it
+    does not depend on the project label), else the user its owner or volume claims name
+    (:class:`UserInference`, never from its own label). A label is filed under its workload's own
+    user (or the creator or inferred one when it has none), whatever that workload is shown with."""
+    patterns = label_patterns(targets)
+    infer = UserInference(records)
+    wanted = labelled_ids | {str(r["workload_id"]) for r in targets}
+    writers: list[Mapping[str, Any]] = []
+    readers: dict[str, str | None] = {}
+    static: dict[str, dict[str, float]] = {}
+    for r in records:
+        wid = str(r["workload_id"])
+        raw = r.get("user_id") or None
+        creator = creator_user(r)
+        inferred = None if raw or creator else infer.user_for(r)
+        own = raw or creator or inferred
+        writers.append({**r, "user_id": own} if own != raw else r)
+        if wid in labelled_ids:
+            has_user, has_team = mask_draw(r, patterns, seed)
+            # shown with its user, else its creator, else read from its owner / claims without its
+            # own label (done above already when it has none)
+            if raw and has_user:
+                user = raw
+            elif creator:
+                user = creator
+            elif raw:
+                user = infer.user_for(r, own=raw)
+            else:
+                user = inferred
+            view = {**r, "user_id": user, "team_label": r.get("team_label") if has_team else None}
+        else:
+            user, view = own, writers[-1]
+        readers[wid] = user
+        if wid in wanted:
+            static[wid] = static_features(view, known_projects)
+    return _Views(static, writers, readers)
+
+
+def _shown_features(
+    records: Sequence[Mapping[str, Any]],
+    neighbours: Mapping[str, str],
+    known_projects: Sequence[str],
+    targets: Sequence[Mapping[str, Any]],
+    labelled_ids: set[str],
+    seed: int,
+) -> dict[str, dict[str, float]]:
+    """Features of the labelled workloads and the targets, as the model sees them (:func:`_views`),
+    their history reading ``neighbours``."""
+    return _views(records, known_projects, targets, labelled_ids, seed).shown(neighbours)
+
+
+def predict_untagged(
+    records: Sequence[Mapping[str, Any]],
+    known_projects: Sequence[str],
+    *,
+    training_days: float | None = 60,
+    holdout_fraction: float = 0.2,
+    seed: int = 0,
+    explain_below: float = 1.0,
+) -> tuple[list[Prediction], AttributionModel | None]:
+    """:func:`attribute`'s predictions and model."""
+    result = attribute(
+        records,
+        known_projects,
+        training_days=training_days,
+        holdout_fraction=holdout_fraction,
+        seed=seed,
+        explain_below=explain_below,
+    )
+    return result.predictions, result.model
+
+
+def holdout_predictions(
+    records: Sequence[Mapping[str, Any]],
+    known_projects: Sequence[str],
+    *,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+) -> tuple[list[tuple[Prediction, str]], AttributionModel | None]:
+    """:func:`attribute`'s time-based hold-out: (prediction, true project) for the latest
+    ``test_fraction`` of labelled workloads, hidden from the regression (no feature it was fitted
+    on reads their labels); they read their neighbours' labels on both sides, as an untagged
+    workload does, never their own."""
+    result = attribute(
+        records, known_projects, training_days=None, holdout_fraction=test_fraction, seed=seed
+    )
+    return result.holdout, result.model
+
+
+def prediction_rows(
+    predictions: Iterable[Prediction],
+    model: AttributionModel | None,
+    truth: Mapping[str, str] | None = None,
+    *,
+    scored_set: str = "undeclared",
+    auto_threshold: float | None = None,
+) -> list[dict[str, Any]]:
+    """Flat rows (gpucost.engines.arrow_io.ATTRIBUTION_SCHEMA) for the dbt models;
+    ``auto_threshold`` is
+    the build's threshold, on every row."""
+    rows = []
+    for p in predictions:
+        row: dict[str, Any] = {
+            "scored_set": scored_set,
+            "workload_id": p.workload_id,
+            "predicted_project_id": p.project_id,
+            "attribution_confidence": p.confidence if p.candidates else None,
+            "attribution_signals": p.signals or None,
+            "true_project_id": (truth or {}).get(p.workload_id),
+            "model_training_workloads": model.training_workloads if model else 0,
+            "model_calibration_workloads": model.calibration_workloads if model else 0,
+            "model_calibration": model.calibration if model else None,
+            "auto_threshold": auto_threshold,
+        }
+        for k in range(3):
+            cand = p.candidates[k] if k < len(p.candidates) else (None, None)
+            row[f"candidate_{k + 1}_project_id"] = cand[0]
+            row[f"candidate_{k + 1}_probability"] = cand[1]
+        rows.append(row)
+    return rows
+
+
+def attribution_rows(result: Attribution) -> list[dict[str, Any]]:
+    """One build's rows: the undeclared workloads' predictions, then the hold-out's (with truth)."""
+    truth = {p.workload_id: t for p, t in result.holdout}
+    threshold = result.auto_threshold
+    return prediction_rows(
+        result.predictions, result.model, auto_threshold=threshold
+    ) + prediction_rows(
+        [p for p, _ in result.holdout],
+        result.model,
+        truth,
+        scored_set="holdout",
+        auto_threshold=threshold,
+    )
