@@ -183,7 +183,7 @@ def format_alerts(month: str, alerts: Sequence[Alert]) -> str:
 
 
 def cmd_alerts(args: argparse.Namespace) -> int:
-    from gpucost.commands.cli import find_project_dir, warehouse_path
+    from gpucost.commands.project import find_project_dir, warehouse_path
 
     warehouse = warehouse_path(find_project_dir(), args.warehouse)
     if not warehouse.is_file():

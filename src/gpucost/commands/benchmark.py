@@ -329,7 +329,7 @@ def _run_measured(command: list[str], env: dict[str, str], cwd: Path, log: Path)
 
 
 def run_dbt_build(project_dir: Path, landing: Path, warehouse: Path, work: Path, log: Path):
-    from gpucost.commands.cli import dbt_env, dbt_executable
+    from gpucost.commands.project import dbt_env, dbt_executable
 
     env = dbt_env(landing, warehouse)
     command = [dbt_executable(), "build", "--project-dir", str(project_dir)]
@@ -628,7 +628,7 @@ def benchmark_tier(
 def cmd_benchmark(args: argparse.Namespace) -> int:
     import duckdb
 
-    from gpucost.commands.cli import find_project_dir
+    from gpucost.commands.project import find_project_dir
 
     if args.days < 2:
         print("gpucost benchmark: --days must be >= 2 (one day is held back)", file=sys.stderr)

@@ -14,45 +14,37 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from gpucost.commands.project import (
+    DEFAULT_LANDING,
+    DEFAULT_WAREHOUSE,
+    dbt_env,
+    dbt_executable,
+    find_project_dir,
+    landing_dir,
+    resolve_path,
+    run_dbt,
+    warehouse_path,
+)
 from gpucost.commands.report import chargeback_summary, read_summary_rows
 
-DEFAULT_LANDING = "landing"
-DEFAULT_WAREHOUSE = "warehouse/gpucost.duckdb"
-
-
-def find_project_dir(start: Path | None = None) -> Path:
-    """The dbt project folder: GPUCOST_PROJECT_DIR, else the nearest parent with dbt_project.yml
-    (from the current folder, then from this package's source checkout)."""
-    env = os.environ.get("GPUCOST_PROJECT_DIR")
-    if env:
-        return Path(env).resolve()
-    candidates = [start or Path.cwd(), Path(__file__).resolve().parent]
-    for candidate in candidates:
-        for folder in (candidate, *candidate.parents):
-            if (folder / "dbt_project.yml").is_file():
-                return folder
-    raise SystemExit(
-        "gpucost: cannot find dbt_project.yml; run from the project folder "
-        "or set GPUCOST_PROJECT_DIR"
-    )
-
-
-def _resolve(project_dir: Path, value: str) -> Path:
-    path = Path(value)
-    return path if path.is_absolute() else project_dir / path
-
-
-def landing_dir(project_dir: Path, override: str | None = None) -> Path:
-    return _resolve(project_dir, override or os.environ.get("GPUCOST_LANDING_DIR", DEFAULT_LANDING))
-
-
-def warehouse_path(project_dir: Path, override: str | None = None) -> Path:
-    return _resolve(project_dir, override or os.environ.get("GPUCOST_WAREHOUSE", DEFAULT_WAREHOUSE))
+# the paths and the dbt runner live in gpucost.commands.project (every subcommand imports them
+# from there, never from this module: no import loop); these names stay importable from here
+__all__ = [
+    "DEFAULT_LANDING",
+    "DEFAULT_WAREHOUSE",
+    "build_parser",
+    "dbt_env",
+    "dbt_executable",
+    "find_project_dir",
+    "landing_dir",
+    "main",
+    "run_dbt",
+    "warehouse_path",
+]
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -100,31 +92,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def dbt_executable() -> str:
-    """The dbt of this Python environment (its venv's bin), else the one on PATH."""
-    return (
-        shutil.which("dbt", path=str(Path(sys.executable).parent)) or shutil.which("dbt") or "dbt"
-    )
-
-
-def dbt_env(landing: Path, warehouse: Path) -> dict[str, str]:
-    """The environment a dbt run of this project needs: which landing zone, which warehouse file."""
-    return os.environ | {
-        "GPUCOST_LANDING_DIR": str(landing),
-        "GPUCOST_WAREHOUSE": str(warehouse),
-        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-    }
-
-
-def run_dbt(project_dir: Path, landing: Path, warehouse: Path, dbt_args: list[str]) -> int:
-    """Run ``dbt build`` (or the given dbt command) on the project; returns dbt's exit code."""
-    warehouse.parent.mkdir(parents=True, exist_ok=True)
-    command = [dbt_executable(), *(dbt_args or ["build"]), "--project-dir", str(project_dir)]
-    command += ["--profiles-dir", str(project_dir)]
-    print("$ " + " ".join(command), flush=True)
-    return subprocess.call(command, cwd=project_dir, env=dbt_env(landing, warehouse))
-
-
 def cmd_build(args: argparse.Namespace) -> int:
     project_dir = find_project_dir()
     landing = landing_dir(project_dir, args.landing)
@@ -149,7 +116,7 @@ def publish_after_build(project_dir: Path, warehouse: Path) -> int:
         from gpucost.commands.publish import publish_marts
     except ImportError:
         return 0
-    out_dir = _resolve(
+    out_dir = resolve_path(
         project_dir, os.environ.get("GPUCOST_PARQUET_DIR", str(warehouse.parent / "parquet"))
     )
     try:

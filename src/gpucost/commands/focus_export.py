@@ -107,7 +107,7 @@ def _valid_month(value: str) -> str:
 
 
 def cmd_export_focus(args: argparse.Namespace) -> int:
-    from gpucost.commands.cli import find_project_dir, warehouse_path
+    from gpucost.commands.project import find_project_dir, warehouse_path
 
     warehouse = warehouse_path(find_project_dir(), args.warehouse)
     if not warehouse.is_file():

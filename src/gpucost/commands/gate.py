@@ -221,7 +221,7 @@ def read_rows(warehouse: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, .
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from gpucost.commands.cli import find_project_dir, landing_dir, run_dbt, warehouse_path
+    from gpucost.commands.project import find_project_dir, landing_dir, run_dbt, warehouse_path
 
     project_dir = find_project_dir()
     landing = landing_dir(project_dir, args.landing)

@@ -188,7 +188,7 @@ def publish_marts(
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from gpucost.commands.cli import find_project_dir, warehouse_path
+    from gpucost.commands.project import find_project_dir, warehouse_path
 
     project_dir = find_project_dir()
     warehouse = warehouse_path(project_dir, args.warehouse)

@@ -110,7 +110,7 @@ def project_var(project_dir: Path | None, name: str, default: Any = None) -> Any
 
 def default_project_dir() -> Path | None:
     """The dbt project folder as ``gpucost`` finds it, or None outside a project."""
-    from gpucost.commands.cli import find_project_dir
+    from gpucost.commands.project import find_project_dir
 
     try:
         return find_project_dir()

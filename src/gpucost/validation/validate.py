@@ -638,7 +638,7 @@ def _localise_logo(docs_dir: Path) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from gpucost.commands.cli import find_project_dir, landing_dir
+    from gpucost.commands.project import find_project_dir, landing_dir
 
     project_dir = find_project_dir()
     landing = landing_dir(project_dir, args.landing)

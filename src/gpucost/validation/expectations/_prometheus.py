@@ -25,7 +25,7 @@ import great_expectations.expectations as gxe
 import pandas as pd
 from great_expectations.expectations.row_conditions import Column
 
-from gpucost.validation.expectations import Batch, Loaded, relative, sql_list, sql_string
+from gpucost.validation.expectations.base import Batch, Loaded, relative, sql_list, sql_string
 
 # Prometheus renders sample values as Go floats: digits, fraction, exponent; NaN and +Inf/-Inf
 # are legal there but useless as telemetry, so they fail.

@@ -12,7 +12,8 @@ import great_expectations as gx
 import great_expectations.expectations as gxe
 from great_expectations.expectations.row_conditions import Column
 
-from gpucost.validation.expectations import Source, _prometheus
+from gpucost.validation.expectations import _prometheus
+from gpucost.validation.expectations.base import Source
 
 RESPONSES_SUITE = "dcgm_responses"
 SAMPLES_SUITE = "dcgm_samples"

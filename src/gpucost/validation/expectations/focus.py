@@ -15,7 +15,7 @@ import great_expectations as gx
 import great_expectations.expectations as gxe
 import pandas as pd
 
-from gpucost.validation.expectations import (
+from gpucost.validation.expectations.base import (
     Batch,
     FileProblem,
     Loaded,
@@ -75,7 +75,7 @@ def parse_utc_timestamp_sql(column: str) -> str:
 def required_columns() -> list[str]:
     """The columns every FOCUS file must have, as the build requires them (one name each; an
     entry of alternatives is shown as ``a | b`` by the loader and checked there)."""
-    from gpucost.validation.expectations import required_bill_columns
+    from gpucost.validation.expectations.base import required_bill_columns
 
     return [entry for entry in required_bill_columns().get("focus", []) if isinstance(entry, str)]
 

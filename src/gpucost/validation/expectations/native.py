@@ -20,7 +20,7 @@ import great_expectations as gx
 import great_expectations.expectations as gxe
 import pandas as pd
 
-from gpucost.validation.expectations import (
+from gpucost.validation.expectations.base import (
     Batch,
     FileProblem,
     Loaded,

@@ -14,7 +14,14 @@ import great_expectations as gx
 import great_expectations.expectations as gxe
 import pandas as pd
 
-from gpucost.validation.expectations import Batch, FileProblem, Loaded, Source, relative, sql_string
+from gpucost.validation.expectations.base import (
+    Batch,
+    FileProblem,
+    Loaded,
+    Source,
+    relative,
+    sql_string,
+)
 
 SUITE = "reference_org_mapping"
 REQUIRED_COLUMNS = ("project_id", "team_id")
