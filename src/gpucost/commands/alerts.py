@@ -196,9 +196,9 @@ def cmd_alerts(args: argparse.Namespace) -> int:
             return 0
         alerts = read_alerts(warehouse, month)
     except Exception as error:  # a missing mart or a locked file: say so, exit 2
-        from gpucost.commands.safe_output import one_line_error
+        from gpucost.commands.safe_output import first_line, one_line_error
 
-        reason = one_line_error(error) or (str(error).strip().splitlines() or [""])[0]
+        reason = one_line_error(error) or first_line(error)
         print(f"gpucost: cannot read budget alerts from {warehouse}: {reason}", file=sys.stderr)
         return 2
     print(format_alerts(month, alerts))

@@ -122,9 +122,9 @@ def publish_after_build(project_dir: Path, warehouse: Path) -> int:
     try:
         publish_marts(warehouse, out_dir)
     except Exception as error:  # a failed publish must not hide a good build's exit code
-        from gpucost.commands.safe_output import one_line_error
+        from gpucost.commands.safe_output import first_line, one_line_error
 
-        reason = one_line_error(error) or (str(error).strip().splitlines() or [""])[0]
+        reason = one_line_error(error) or first_line(error)
         print(f"gpucost: publishing Parquet to {out_dir} failed: {reason}", file=sys.stderr)
         return 1
     return 0
@@ -262,11 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:
         if os.environ.get(DEBUG_ENV) == "1":
             raise
-        from gpucost.commands.safe_output import one_line_error
+        from gpucost.commands.safe_output import first_line, one_line_error
 
         message = one_line_error(error)
         if message is None:
-            first = (str(error).strip().splitlines() or [""])[0][:300]
+            first = first_line(error)
             message = (
                 f"{type(error).__name__}: {first} (unexpected; {DEBUG_ENV}=1 shows the traceback)"
             )

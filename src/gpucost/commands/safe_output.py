@@ -13,6 +13,8 @@ one-line errors instead of tracebacks.
   and any statement, and nobody without the secret can recompute it from a guessed name.
 - :func:`one_line_error`: the message ``gpucost`` prints for an exception it knows (a locked
   warehouse, a path that cannot be written, a folder that is a file, a missing file), or None.
+- :func:`first_line`: any other error in one line, without quoted input, paths or quoted text
+  hidden on request (the one definition the CLI, alerts, validation and landing probes use).
 """
 
 from __future__ import annotations
@@ -239,8 +241,30 @@ def owner_user_tag_keys(project_dir: Path | None) -> list[str]:
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 
 
-def _first_line(text: str) -> str:
-    return (text.strip().splitlines() or [""])[0].strip()
+_QUOTED_CONTENT = re.compile(r"(?i)\b(original line|line content|input)\s*:")
+
+
+def first_line(
+    error: BaseException | str,
+    *,
+    hide: Iterable[str] = (),
+    hide_quoted: bool = False,
+    limit: int = 300,
+) -> str:
+    """An error's message in one line, safe to print: its first line, cut where a reader starts
+    quoting the input (DuckDB's CSV errors: ``Original Line:``, ``Line content:``, ``Input:``: a
+    landed file's bytes never reach a message), each string of ``hide`` (a path) replaced by
+    ``<file>``, with ``hide_quoted`` every double-quoted text replaced by ``"…"``, at most ``limit``
+    characters. "" when the message is empty. The one definition: the CLI, ``gpucost alerts``, the
+    validation suites and the landing probes all print errors through it."""
+    text = (str(error).strip().splitlines() or [""])[0]
+    text = _QUOTED_CONTENT.split(text)[0].strip()
+    for secret in hide:
+        if secret:
+            text = text.replace(secret, "<file>")
+    if hide_quoted:
+        text = re.sub(r'"[^"]*"', '"…"', text)
+    return text[:limit]
 
 
 def one_line_error(error: BaseException) -> str | None:
@@ -263,11 +287,11 @@ def one_line_error(error: BaseException) -> str | None:
             )
         if "Not a directory" in text:
             return (
-                f"cannot open a file under a path that is not a folder: {_first_line(text)}; "
+                f"cannot open a file under a path that is not a folder: {first_line(text)}; "
                 "point the option (or GPUCOST_WAREHOUSE) at a path inside a folder"
             )
         if "Permission denied" in text:
-            return f"permission denied: {_first_line(text)}; choose a path you can write to"
+            return f"permission denied: {first_line(text)}; choose a path you can write to"
         return None
     if isinstance(error, PermissionError):
         return (
@@ -288,5 +312,5 @@ def one_line_error(error: BaseException) -> str | None:
     if isinstance(error, PseudonymiseError):
         return text
     if isinstance(error, OSError) and error.filename:
-        return f"{error.filename}: {error.strerror or _first_line(text)}"
+        return f"{error.filename}: {error.strerror or first_line(text)}"
     return None

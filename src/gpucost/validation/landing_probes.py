@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from gpucost.commands.safe_output import first_line
 from gpucost.validation.landing_links import is_outside_landing, resolve_landing_dir
 
 SCHEMA = pa.schema([("source_file", pa.string()), ("read_error", pa.string())])
@@ -58,15 +59,6 @@ def reader_query(path: str) -> str | None:
     return None
 
 
-def first_line(error: Exception, path: str) -> str:
-    """The reader's error in one line, without the file's path and without quoted file content
-    (DuckDB's CSV errors quote the offending line: a file's bytes never reach a message)."""
-    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    text = text.replace(glob_escape(path), "<file>").replace(path, "<file>")
-    text = re.sub(r'"[^"]*"', '"…"', text)
-    return text[:300]
-
-
 def probe(path: str) -> str | None:
     """None when the build's reader reads ``path`` through; else why not, in one line."""
     query = reader_query(path)
@@ -76,7 +68,10 @@ def probe(path: str) -> str | None:
         with duckdb.connect() as con:
             con.sql(query).fetchall()
     except (duckdb.Error, OSError) as error:
-        return "unreadable: " + first_line(error, path)
+        return "unreadable: " + (
+            first_line(error, hide=(glob_escape(path), path), hide_quoted=True)
+            or type(error).__name__
+        )
     return None
 
 

@@ -29,7 +29,6 @@ from gpucost.validation.expectations.base import (
     outside_landing,
     relative,
     required_bill_columns,
-    short_error,
     sql_list,
     sql_string,
 )
@@ -47,7 +46,6 @@ __all__ = [
     "outside_landing",
     "relative",
     "required_bill_columns",
-    "short_error",
     "sources",
     "sql_list",
     "sql_string",

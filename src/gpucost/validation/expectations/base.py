@@ -147,11 +147,3 @@ def outside_landing(path: Path, landing: Path) -> bool:
     except ValueError:
         return True
     return False
-
-
-def short_error(error: BaseException) -> str:
-    """A reader error's first line only: DuckDB's CSV errors quote the offending line on the lines
-    after it, and a landed file's content is never printed."""
-    text = (str(error).strip().splitlines() or [""])[0]
-    text = re.split(r"(?i)\b(original line|line content|input)\s*:", text)[0]
-    return text.strip()[:300]

@@ -15,6 +15,7 @@ import great_expectations as gx
 import great_expectations.expectations as gxe
 import pandas as pd
 
+from gpucost.commands.safe_output import first_line
 from gpucost.validation.expectations.base import (
     Batch,
     FileProblem,
@@ -22,7 +23,6 @@ from gpucost.validation.expectations.base import (
     Source,
     is_gzip,
     relative,
-    short_error,
     sql_string,
 )
 
@@ -230,7 +230,7 @@ def load(
             frame = _with_derived(con, rel)
         except duckdb.Error as error:
             loaded.problems.append(
-                FileProblem(name, f"cannot be read as FOCUS: {short_error(error)}")
+                FileProblem(name, f"cannot be read as FOCUS: {first_line(error)}")
             )
             continue
         frame.insert(0, "source_file", name)

@@ -20,6 +20,7 @@ import great_expectations as gx
 import great_expectations.expectations as gxe
 import pandas as pd
 
+from gpucost.commands.safe_output import first_line
 from gpucost.validation.expectations.base import (
     Batch,
     FileProblem,
@@ -29,7 +30,6 @@ from gpucost.validation.expectations.base import (
     missing_columns,
     relative,
     required_bill_columns,
-    short_error,
     sql_string,
 )
 
@@ -139,7 +139,7 @@ def _loader(suite: str, folder: str):
                     fields, rows = _tabular_fields(con, path)
             except (duckdb.Error, OSError, UnicodeDecodeError, ValueError) as error:
                 loaded.problems.append(
-                    FileProblem(name, f"cannot be read as a {folder} bill: {short_error(error)}")
+                    FileProblem(name, f"cannot be read as a {folder} bill: {first_line(error)}")
                 )
                 continue
             missing = missing_columns(fields, required) if fields else []
