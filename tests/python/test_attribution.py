@@ -592,7 +592,56 @@ def test_evaluate_hand_computed():
     # bins: [0.9, 1.0] weight 15, conf (9.5 + 4.6) / 15 = 0.94, acc 2/3; [0.5, 0.6) weight 5, conf 0.55, acc 1
     expected = 15 / 20 * abs(10 / 15 - 14.1 / 15) + 5 / 20 * abs(1 - 0.55)
     assert report.ece == pytest.approx(expected)
-    assert report.confusions == (("a", "b", 1, 5.0),)
+    (confusion,) = report.confusions
+    assert (confusion.true_project_id, confusion.predicted_project_id) == ("a", "b")
+    assert (confusion.workloads, confusion.cost, confusion.auto_cost) == (1, 5.0, 5.0)
+
+
+def test_quality_rows_hand_computed_exact_money():
+    from decimal import Decimal
+
+    from gpucost.core.attribution.quality import quality_rows
+
+    rows = [
+        ("a", "a", 0.95, Decimal("10.000000000000000001")),  # auto, right
+        ("b", "a", 0.92, Decimal("5")),  # auto, wrong
+        (None, "c", 0.15, Decimal("0")),  # nothing predicted, weighs nothing
+        ("c", "a", 0.55, Decimal("5")),  # below threshold, wrong
+    ]
+    by_key = {
+        (r["metric_group"], r["metric_key"]): r for r in quality_rows(evaluate(rows, threshold=0.9))
+    }
+    holdout = by_key["holdout", "all"]
+    assert holdout["effective_cost"] == Decimal("20.000000000000000001")  # exact
+    assert holdout["auto_effective_cost"] == Decimal("15.000000000000000001")
+    assert holdout["coverage"] == pytest.approx(15 / 20)
+    assert holdout["accuracy"] == pytest.approx(10 / 15)
+    assert holdout["accuracy_by_count"] == 0.25
+    assert set(by_key) == {
+        ("holdout", "all"),
+        ("reliability", "bin_1"),
+        ("reliability", "bin_5"),
+        ("reliability", "bin_9"),
+        ("confusion", "rank_1"),
+        ("confusion", "rank_2"),
+        ("confusion", "rank_3"),
+    }
+    # a bin that weighs nothing has no accuracy, confidence or calibration error (not 0)
+    assert by_key["reliability", "bin_1"]["accuracy"] is None
+    assert by_key["reliability", "bin_1"]["expected_calibration_error"] is None
+    # costliest first, then more workloads, then by project; nothing predicted is a null
+    ranked = [by_key["confusion", f"rank_{k}"] for k in (1, 2, 3)]
+    assert [(r["true_project_id"], r["predicted_project_id"]) for r in ranked] == [
+        ("a", "b"),
+        ("a", "c"),
+        ("c", None),
+    ]
+    assert (
+        ranked[0]["auto_effective_cost"] == Decimal("5") and ranked[1]["auto_effective_cost"] == 0
+    )
+    # no threshold: nothing is placed automatically, and accuracy of the placed part is undefined
+    none = evaluate(rows, threshold=None)
+    assert (none.coverage, none.accuracy_auto) == (0.0, None)
 
 
 def test_shared_workload_rows_split_exactly_by_consumer_weight():

@@ -165,12 +165,13 @@ def time_training(warehouse: Path, workloads: int, seed: int) -> tuple[float, fl
     return elapsed, cpu, model.training_workloads if model else 0, len(predictions)
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:6.2f}%"
+def _pct(x: float | None) -> str:
+    """A share as a percentage; an undefined one (nothing to measure) reads 0."""
+    return f"{100 * (x or 0.0):6.2f}%"
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucost.commands.cli import dbt_env, dbt_executable, find_project_dir
+    from gpucost.commands.project import dbt_env, dbt_executable, find_project_dir
     from gpucost.synth import MonthConfig, generate_month
 
     out = Path(args.out or tempfile.mkdtemp(prefix="gpucost-attribution-"))
@@ -277,13 +278,16 @@ def run(args: argparse.Namespace) -> int:
         )
     rep = reports["all"]
     print("  reliability (rules + model, untagged pods against the truth, money-weighted):")
-    for lo, hi, n, _, conf, accuracy in rep.reliability:
+    for b in rep.reliability:
         print(
-            f"    confidence [{lo:.1f}, {hi:.1f}): {n:5d} workloads,"
-            f" mean confidence {_pct(conf)}, accuracy {_pct(accuracy)}"
+            f"    confidence [{b.low:.1f}, {b.high:.1f}): {b.workloads:5d} workloads,"
+            f" mean confidence {_pct(b.mean_confidence)}, accuracy {_pct(b.accuracy)}"
         )
-    for true_project, predicted, n, weight in rep.confusions:
-        print(f"    confused: {true_project} -> {predicted} ({n} workloads, {weight:.2f})")
+    for c in rep.confusions:
+        print(
+            f"    confused: {c.true_project_id} -> {c.predicted_project_id}"
+            f" ({c.workloads} workloads, {c.cost:.2f})"
+        )
     sweep = ", ".join(
         f"{t:.1f}: {_pct(r.coverage).strip()} at {_pct(r.accuracy_auto).strip()}"
         for t in (0.5, 0.6, 0.7, 0.8, 0.9)
@@ -291,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"  other thresholds (coverage at accuracy): {sweep}")
     rep = reports["all"]
-    placed_right = _pct(rep.coverage * rep.accuracy_auto)
+    placed_right = _pct((rep.coverage or 0.0) * (rep.accuracy_auto or 0.0))
     print(f"  coverage x accuracy = {placed_right} of untagged cost placed right")
     target = TARGETS["accuracy"]
     print(

@@ -1,78 +1,233 @@
 """Attribution quality, defined once: money-weighted coverage above a threshold, accuracy, the
-reliability table, expected calibration error and the costliest confusions."""
+reliability table, expected calibration error and the costliest confusions.
+
+The one definition: the build's ``rpt_attribution_quality`` reads :func:`quality_rows` of the
+hold-out (python model ``int_workload_attribution_quality``), and ``gpucost benchmark-attribution``
+calls :func:`evaluate` on the untagged pods against the generator's truth.
+
+A row is (predicted project, true project, confidence, weight). The weight is the workload's
+money: a ``Decimal`` effective cost (the sums of money stay exact) or a float. Ratios are taken on
+the weights as floats (``math.fsum``: one correctly rounded sum, whatever the row order).
+"""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
 
 from gpucost.core.attribution.features import NONE
+
+Row = tuple[str | None, str, float, Decimal | float]  # (predicted, true, confidence, weight)
+CONFUSIONS = 5  # the costliest (true, predicted) mistakes kept
+
+
+@dataclass(frozen=True)
+class QualityBin:
+    """One equal-width confidence bin: ``low <= confidence < high`` (the last bin holds 1.0)."""
+
+    index: int
+    low: float
+    high: float
+    workloads: int
+    cost: Decimal | float  # sum of the weights (exact for Decimal weights)
+    auto_cost: Decimal | float  # of which at or above the threshold
+    weight: float
+    mean_confidence: float | None  # weighted; None when the bin weighs nothing
+    accuracy: float | None  # weighted; None when the bin weighs nothing
+    accuracy_by_count: float
+
+    @property
+    def calibration_error(self) -> float | None:
+        """|accuracy - mean confidence| of the bin (None when it weighs nothing)."""
+        if self.accuracy is None or self.mean_confidence is None:
+            return None
+        return abs(self.accuracy - self.mean_confidence)
+
+
+@dataclass(frozen=True)
+class Confusion:
+    """One (true, predicted) mistake: ``predicted`` is :data:`NONE` when nothing was predicted."""
+
+    true_project_id: str
+    predicted_project_id: str
+    workloads: int
+    cost: Decimal | float
+    auto_cost: Decimal | float
 
 
 @dataclass(frozen=True)
 class QualityReport:
-    """Money-weighted quality of predictions against the truth."""
+    """Money-weighted quality of predictions against the truth. A ratio is None when its
+    denominator is zero (no weight, nothing placed automatically)."""
 
     workloads: int
+    cost: Decimal | float  # sum of the weights (exact for Decimal weights)
+    auto_cost: Decimal | float  # of which with confidence >= threshold
     total_weight: float
     auto_weight: float
-    coverage: float  # share of the weight with confidence >= threshold
-    accuracy_auto: float  # money-weighted accuracy of the auto-attributed part
-    accuracy_all: float  # money-weighted accuracy of the top candidate, all workloads
-    ece: float  # expected calibration error (money-weighted, equal-width bins)
-    reliability: tuple[tuple[float, float, int, float, float, float], ...]
-    # (bin low, bin high, workloads, weight, mean confidence, accuracy)
-    confusions: tuple[tuple[str, str, int, float], ...]  # (true, predicted, workloads, weight)
+    coverage: float | None  # share of the weight with confidence >= threshold
+    accuracy_auto: float | None  # weighted accuracy of the auto-attributed part
+    accuracy_all: float | None  # weighted accuracy of the top candidate, all workloads
+    accuracy_by_count: float | None  # share of the workloads right, unweighted
+    mean_confidence: float | None  # weighted
+    ece: float | None  # expected calibration error (weighted, equal-width bins)
+    reliability: tuple[QualityBin, ...]  # the bins holding at least one workload, in order
+    confusions: tuple[Confusion, ...]  # the costliest mistakes, costliest first
 
 
-def evaluate(
-    rows: Iterable[tuple[str | None, str, float, float]],
-    *,
-    threshold: float,
-    bins: int = 10,
-) -> QualityReport:
-    """Quality of (predicted, true, confidence, weight) rows: coverage above ``threshold``,
-    money-weighted accuracy, reliability table, expected calibration error and top confusions.
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return numerator / denominator if denominator else None
 
-    ECE = sum over bins of (bin weight / total weight) * |accuracy - mean confidence|.
+
+def _bin(confidence: float, bins: int) -> int:
+    return min(math.floor(confidence * bins), bins - 1)
+
+
+def evaluate(rows: Iterable[Row], *, threshold: float | None, bins: int = 10) -> QualityReport:
+    """Quality of (predicted, true, confidence, weight) rows: coverage at or above ``threshold``
+    (None: nothing is placed automatically), weighted accuracy, the reliability table, expected
+    calibration error and the :data:`CONFUSIONS` costliest mistakes.
+
+    Bin of a confidence c: min(floor(c * bins), bins - 1).
+    ECE = sum over bins of (bin weight / total weight) * |bin accuracy - bin mean confidence|.
+    Confusions rank by cost, then workloads (descending), then true and predicted project.
     """
     rows = list(rows)
-    total = sum(w for *_, w in rows)
-    auto = [(p, t, c, w) for p, t, c, w in rows if c >= threshold]
-    auto_w = sum(w for *_, w in auto)
 
-    def acc(part: list) -> float:
-        weight = sum(w for *_, w in part)
-        return sum(w for p, t, _, w in part if p == t) / weight if weight else 0.0
+    def is_auto(row: Row) -> bool:
+        return threshold is not None and row[2] >= threshold
 
+    def cost(part: Sequence[Row]) -> Decimal | float:
+        return sum(w for *_, w in part)  # exact for Decimal weights
+
+    def weight(part: Sequence[Row]) -> float:
+        return math.fsum(float(w) for *_, w in part)
+
+    def right(part: Sequence[Row]) -> float:
+        return math.fsum(float(w) for p, t, _, w in part if p == t)
+
+    by_bin: dict[int, list[Row]] = {}
+    for row in rows:
+        by_bin.setdefault(_bin(row[2], bins), []).append(row)
     table = []
-    ece = 0.0
-    for b in range(bins):
-        lo, hi = b / bins, (b + 1) / bins
-        part = [r for r in rows if lo <= r[2] < hi or (b == bins - 1 and r[2] >= hi)]
-        if not part:
-            continue
-        weight = sum(w for *_, w in part)
-        conf = sum(c * w for _, _, c, w in part) / weight if weight else 0.0
-        accuracy = acc(part)
-        table.append((lo, hi, len(part), weight, conf, accuracy))
-        if total:
-            ece += weight / total * abs(accuracy - conf)
-    confused: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0])
-    for p, t, _, w in rows:
+    for index in sorted(by_bin):
+        part = by_bin[index]
+        part_weight = weight(part)
+        table.append(
+            QualityBin(
+                index=index,
+                low=index / bins,
+                high=(index + 1) / bins,
+                workloads=len(part),
+                cost=cost(part),
+                auto_cost=cost([r for r in part if is_auto(r)]),
+                weight=part_weight,
+                mean_confidence=_ratio(math.fsum(c * float(w) for _, _, c, w in part), part_weight),
+                accuracy=_ratio(right(part), part_weight),
+                accuracy_by_count=sum(p == t for p, t, _, _ in part) / len(part),
+            )
+        )
+    total = weight(rows)
+    auto = [r for r in rows if is_auto(r)]
+    auto_weight = weight(auto)
+    terms = [
+        b.weight / total * b.calibration_error for b in table if b.calibration_error is not None
+    ]
+    ece = math.fsum(terms) if total and terms else None
+
+    mistakes: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        p, t = row[0], row[1]
         if p != t:
-            confused[(t, p or NONE)][0] += 1
-            confused[(t, p or NONE)][1] += w
-    top = sorted(confused.items(), key=lambda kv: (-kv[1][1], kv[0]))[:5]
+            mistakes.setdefault((t, p or NONE), []).append(row)
+    ranked = sorted(mistakes.items(), key=lambda kv: (-cost(kv[1]), -len(kv[1]), kv[0]))
     return QualityReport(
         workloads=len(rows),
+        cost=cost(rows),
+        auto_cost=cost(auto),
         total_weight=total,
-        auto_weight=auto_w,
-        coverage=auto_w / total if total else 0.0,
-        accuracy_auto=acc(auto),
-        accuracy_all=acc(rows),
+        auto_weight=auto_weight,
+        coverage=_ratio(auto_weight, total),
+        accuracy_auto=_ratio(right(auto), auto_weight),
+        accuracy_all=_ratio(right(rows), total),
+        accuracy_by_count=_ratio(sum(p == t for p, t, _, _ in rows), len(rows)),
+        mean_confidence=_ratio(math.fsum(c * float(w) for _, _, c, w in rows), total),
         ece=ece,
         reliability=tuple(table),
-        confusions=tuple((t, p, int(n), w) for (t, p), (n, w) in top),
+        confusions=tuple(
+            Confusion(t, p, len(part), cost(part), cost([r for r in part if is_auto(r)]))
+            for (t, p), part in ranked[:CONFUSIONS]
+        ),
     )
+
+
+def quality_rows(report: QualityReport) -> list[dict[str, Any]]:
+    """The report as the rows of ``rpt_attribution_quality``'s groups ``holdout`` (one row),
+    ``reliability`` (one per bin holding a workload) and ``confusion`` (ranked); the mart adds the
+    ``untagged`` group and casts. A column a group does not define is None."""
+    empty = dict.fromkeys(
+        (
+            "true_project_id",
+            "predicted_project_id",
+            "confidence_bin_low",
+            "confidence_bin_high",
+            "coverage",
+            "accuracy",
+            "accuracy_all",
+            "accuracy_by_count",
+            "mean_confidence",
+            "expected_calibration_error",
+        )
+    )
+    rows: list[dict[str, Any]] = [
+        empty
+        | {
+            "metric_group": "holdout",
+            "metric_key": "all",
+            "workload_count": report.workloads,
+            "effective_cost": report.cost,
+            "auto_effective_cost": report.auto_cost,
+            "coverage": report.coverage,
+            "accuracy": report.accuracy_auto,
+            "accuracy_all": report.accuracy_all,
+            "accuracy_by_count": report.accuracy_by_count,
+            "mean_confidence": report.mean_confidence,
+            "expected_calibration_error": report.ece,
+        }
+    ]
+    for b in report.reliability:
+        rows.append(
+            empty
+            | {
+                "metric_group": "reliability",
+                "metric_key": f"bin_{b.index}",
+                "confidence_bin_low": b.low,
+                "confidence_bin_high": b.high,
+                "workload_count": b.workloads,
+                "effective_cost": b.cost,
+                "auto_effective_cost": b.auto_cost,
+                "accuracy": b.accuracy,
+                "accuracy_by_count": b.accuracy_by_count,
+                "mean_confidence": b.mean_confidence,
+                "expected_calibration_error": b.calibration_error,
+            }
+        )
+    for rank, c in enumerate(report.confusions, start=1):
+        rows.append(
+            empty
+            | {
+                "metric_group": "confusion",
+                "metric_key": f"rank_{rank}",
+                "true_project_id": c.true_project_id,
+                "predicted_project_id": None
+                if c.predicted_project_id == NONE
+                else c.predicted_project_id,
+                "workload_count": c.workloads,
+                "effective_cost": c.cost,
+                "auto_effective_cost": c.auto_cost,
+            }
+        )
+    return rows
