@@ -2,7 +2,7 @@
 
 Everything is derived from ``random.Random`` instances seeded from ``seed`` (string seeds are
 hashed with SHA-512 by the stdlib, so they do not depend on ``PYTHONHASHSEED``); no wall-clock
-time, no set iteration order.  Same arguments -> byte-identical files.
+time, no set iteration order.  Same MonthConfig -> byte-identical files.
 
 Layout written below ``out_dir``::
 
