@@ -142,8 +142,7 @@ def lineage(manifest: dict) -> str:
             for path in sorted(landing_folders(node.get("raw_code", ""))):
                 box = "landing: " + path
                 entry = boxes.setdefault(box, {"layer": "landing", "members": []})
-                if path not in entry["members"]:
-                    entry["members"].append(path)
+                entry["members"].append(f"read by {node['name']}")
                 edges.add((box, box_of[unique_id]))
 
     def label(box: str) -> str:
@@ -176,13 +175,17 @@ def lineage(manifest: dict) -> str:
     lines.append("|---|---|---|")
     for box in sorted(boxes, key=lambda b: (layer_order.get(boxes[b]["layer"], 99), b)):
         entry = boxes[box]
-        members = ", ".join(f"`{member}`" for member in sorted(entry["members"]))
+        members = ", ".join(
+            member if member.startswith("read by ") else f"`{member}`"
+            for member in sorted(entry["members"])
+        )
         lines.append(f"| `{box}` | {entry['layer']} | {members} |")
     counts = defaultdict(int)
     for entry in boxes.values():
-        counts[entry["layer"]] += len(entry["members"])
+        counts[entry["layer"]] += 1 if entry["layer"] == "landing" else len(entry["members"])
     summary = ", ".join(
-        f"{counts[layer]} {layer}" for layer in sorted(counts, key=lambda x: layer_order.get(x, 99))
+        f"{counts[layer]} {layer}{' folders' if layer == 'landing' else ''}"
+        for layer in sorted(counts, key=lambda x: layer_order.get(x, 99))
     )
     lines.append("")
     lines.append(f"In all: {summary} ({len(boxes)} boxes, {len(edges)} edges).")

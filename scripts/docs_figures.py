@@ -237,7 +237,52 @@ def block_budget_status(warehouse: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+FOCUS_EXAMPLE_SQL = """
+with shared_three_ways as (
+    select "x_OriginChargeId" as charge_id
+    from marts.rpt_focus_allocated_charges
+    group by 1
+    having
+        count(*) = 3
+        and bool_and("x_AllocationKind" = 'usage')
+        and count(distinct "x_ProjectId") = 2
+    order by 1
+    limit 1
+)
+select
+    "ResourceName", "ChargePeriodStart", "AllocatedResourceName", "x_ProjectId",
+    "x_AllocationBasis", "x_AllocatedRatio", "BilledCost", "EffectiveCost"
+from marts.rpt_focus_allocated_charges
+where "x_OriginChargeId" = (select charge_id from shared_three_ways)
+order by "AllocatedResourceName", "x_AllocationId"
+"""
+
+
+def block_focus_example(warehouse: Path) -> str:
+    """The export's rows of one bill line: the first (by origin charge id) that three usage rows
+    of two projects share, with each row's ratio and money and their sums."""
+    import duckdb
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        rows = con.sql(FOCUS_EXAMPLE_SQL).fetchall()
+    node, start = rows[0][0], rows[0][1]
+    lines = [f"ResourceName {node}, ChargePeriodStart {start:%Y-%m-%dT%H:%M:%SZ}"]
+    lines.append(
+        f"{'AllocatedResourceName':<40}{'x_ProjectId':<16}{'x_AllocationBasis':<22}"
+        f"{'AllocatedRatio':>22}{'BilledCost':>24}{'EffectiveCost':>24}"
+    )
+    for _, _, name, project, basis, ratio, billed, effective in rows:
+        lines.append(
+            f"{name:<40}{project:<16}{basis:<22}{plain(ratio):>22}{plain(billed):>24}"
+            f"{plain(effective):>24}"
+        )
+    total = [sum(row[index] for row in rows) for index in (5, 6, 7)]
+    lines.append(f"{'sum':<78}{plain(total[0]):>22}{plain(total[1]):>24}{plain(total[2]):>24}")
+    return "\n".join(lines) + "\n"
+
+
 BLOCKS: dict[str, Callable[[Path], str]] = {
+    "focus_example": block_focus_example,
     "alerts_payload": block_alerts_payload,
     "budget_status": block_budget_status,
     "demo_summary": block_demo_summary,
