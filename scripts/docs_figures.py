@@ -142,6 +142,26 @@ INLINE_FIGURES: dict[str, tuple[str, Callable]] = {
 }
 
 
+def demo_setting(name: str) -> Callable[[], str]:
+    """A figure that is one of `gpucost demo`'s own defaults (nodes, days, seconds per sample)."""
+
+    def value() -> str:
+        from gpucost.commands.cli import build_parser
+
+        return str(getattr(build_parser().parse_args(["demo"]), name))
+
+    return value
+
+
+# figures that describe the demo month itself: the command's defaults, no warehouse needed
+SETTING_FIGURES: dict[str, Callable[[], str]] = {
+    "demo_nodes": demo_setting("nodes"),
+    "demo_days": demo_setting("days"),
+    "demo_step_seconds": demo_setting("step"),
+    "demo_seed": demo_setting("seed"),
+}
+
+
 # --------------------------------------------------------------------------------------------------
 # blocks: what a command prints on the warehouse
 
@@ -325,6 +345,8 @@ def compute(warehouse: Path, names: Iterable[tuple[str, str]]) -> dict[tuple[str
                 sql, fmt = INLINE_FIGURES[name]
                 values[(kind, name)] = fmt(con.sql(sql).fetchall()[0][0])
     for kind, name in sorted(wanted):
+        if kind == "figure" and name in SETTING_FIGURES:
+            values[(kind, name)] = SETTING_FIGURES[name]()
         if kind == "block" and name in BLOCKS:
             values[(kind, name)] = BLOCKS[name](warehouse)
     return values

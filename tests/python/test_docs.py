@@ -59,7 +59,7 @@ def demo_build(tmp_path_factory) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def demo_values(demo_build) -> dict[tuple[str, str], str]:
     warehouse, _ = demo_build
-    wanted = {(kind, name) for kind in ("figure",) for name in figures.INLINE_FIGURES}
+    wanted = {("figure", name) for name in [*figures.INLINE_FIGURES, *figures.SETTING_FIGURES]}
     wanted |= {("block", name) for name in figures.BLOCKS}
     return figures.compute(warehouse, wanted)
 
@@ -107,10 +107,10 @@ def test_a_figure_off_by_one_cent_fails(demo_values):
     assert figures.rewrite(tampered, demo_values) == text
 
 
-def test_an_unknown_figure_name_fails(demo_values):
+def test_an_unknown_figure_name_fails():
     page = PROJECT_DIR / "docs" / "x.md"
     found = figures.quotes(page, "a <!-- figure: no_such_figure -->1.00<!-- /figure --> b")
-    assert figures.problems(found, demo_values) == ["docs/x.md: unknown figure 'no_such_figure'"]
+    assert figures.problems(found, {}) == ["docs/x.md: unknown figure 'no_such_figure'"]
 
 
 def test_the_demo_month_of_the_test_is_the_demo_commands():
@@ -158,3 +158,24 @@ def test_architecture_follows_a_renamed_model_and_module(demo_build, tmp_path):
     text = architecture.package_map(package)
     assert "| `gpucost.newpart.thing` | Does one thing. |" in text
     assert "**`gpucost.newpart`**: A new part." in text
+
+
+def test_settings_table_defaults_are_the_projects():
+    """docs/usage.md's settings table: each single-var row's default is the one dbt_project.yml sets."""
+    import re
+
+    import yaml
+
+    project_vars = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())["vars"]
+    rows = re.findall(
+        r"^\| `(gpucost_[a-z_]+)` \| `([^`]*)` \|",
+        (PROJECT_DIR / "docs" / "usage.md").read_text(encoding="utf-8"),
+        flags=re.M,
+    )
+    assert len(rows) >= 5, "the settings table moved: update this test"
+    wrong = [
+        (name, shown, project_vars.get(name, "<not a var>"))
+        for name, shown in rows
+        if str(project_vars.get(name, "<not a var>")) != shown
+    ]
+    assert wrong == []
