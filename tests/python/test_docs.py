@@ -179,3 +179,49 @@ def test_settings_table_defaults_are_the_projects():
         if str(project_vars.get(name, "<not a var>")) != shown
     ]
     assert wrong == []
+
+
+def _names_in(module_file: Path) -> set[str]:
+    import ast
+
+    tree = ast.parse(module_file.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {target.id for target in node.targets if isinstance(target, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def test_modules_the_docs_name_exist():
+    """Every `gpucost.<module>[.<name>]` a page names is a module of src/ (and a name defined in it):
+    a module renamed or moved without its docs fails here."""
+    import re
+
+    source = PROJECT_DIR / "src"
+    dotted = re.compile(r"\bgpucost(?:\.[A-Za-z_]\w*)+(?![\w/-])")
+    missing = []
+    for page in figures.PAGES:
+        for name in sorted(set(dotted.findall(page.read_text(encoding="utf-8")))):
+            parts = name.split(".")
+            if parts[-1] == "duckdb":  # the warehouse file, gpucost.duckdb
+                continue
+            depth = len(parts)
+            while depth > 1:
+                base = source.joinpath(*parts[:depth])
+                if base.with_suffix(".py").exists() or (base / "__init__.py").exists():
+                    break
+                depth -= 1
+            base = source.joinpath(*parts[:depth])
+            module = (
+                base.with_suffix(".py")
+                if base.with_suffix(".py").exists()
+                else base / "__init__.py"
+            )
+            rest = parts[depth:]
+            if rest and (depth == 1 or rest[0] not in _names_in(module)):
+                missing.append(f"{page.name}: {name}")
+    assert missing == []
