@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpucost.core.allocation import (
+from gpucost.core.money import from_units
+from tests.python.reference.allocation import (
     prorate_node_lines,
     split_shared_workloads,
     spread_idle,
     spread_shared,
     weight_units,
 )
-from gpucost.core.money import from_units
 
 D = Decimal
 
