@@ -628,5 +628,5 @@ def test_claim_at_the_scope_bound_equals_reference_and_beyond_it_fails(engine):
     assert canonical(remaining, REMAINING_FIELDS) == canonical(want_remaining, REMAINING_FIELDS)
     assert len(reserved) == 4
     over = [{**idle_rows[0], "idle_gpu_ms": bound - 6}, idle_rows[1]]
-    with pytest.raises(split.WeightBoundError, match="exact bound"):
+    with pytest.raises(split.WeightBoundError, match="exceeds the exact split's bound"):
         _claim_on(engine, over, claims)
