@@ -105,7 +105,7 @@ def weight_units(weight: Decimal | int | str | None) -> int:
     3,000,000; ``None`` -> 0. Weights are relative: only their digits past the sixth decimal are
     lost. The unit keeps a scope's total within 64 bits, which the lazy core
     (:mod:`gpucost.core.shared`) splits by: there a total is bounded by
-    ``lazy_allocation.MAX_TOTAL_WEIGHT`` micro-units. A weight below 1e-6 counts as zero (ignored).
+    ``gpucost.core.split.MAX_TOTAL_WEIGHT`` micro-units. A weight below 1e-6 counts as zero (ignored).
     A weight with more than 18 decimals (a binary float) raises ``ValueError``, as money does.
     """
     if weight is None:
