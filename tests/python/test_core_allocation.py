@@ -302,7 +302,18 @@ def _random_idle(seed: int):
     return idle_rows, weights
 
 
-@pytest.mark.parametrize("policy", ["proportional", "even", "platform", "visible"])
+# every policy on DuckDB; on PySpark the even policy only (two stacked splits, the heaviest plan)
+@pytest.mark.parametrize(
+    ("engine", "policy"),
+    [
+        ("duckdb", "proportional"),
+        ("duckdb", "even"),
+        ("duckdb", "platform"),
+        ("duckdb", "visible"),
+        ("pyspark", "even"),
+    ],
+    indirect=["engine"],
+)
 @pytest.mark.parametrize("seed", [3])
 def test_spread_idle_equals_reference(engine, seed, policy):
     idle_rows, weights = _random_idle(seed)
@@ -365,6 +376,7 @@ def test_split_at_the_exact_bound_equals_reference(engine):
     assert any(r["allocation_kind"] == "idle" for r in got)  # edge0: two milliseconds idle
 
 
+@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
 def test_split_beyond_the_exact_bound_fails_clearly(engine):
     line = {
         "charge_id": "big",
@@ -431,6 +443,7 @@ def random_volume_fleet(seed: int, count: int) -> tuple[list[dict], list[dict]]:
     return lines, mounts
 
 
+@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)  # PySpark: test_engine_io
 def test_volume_lines_equal_reference(engine):
     # golden: 9.00 held 2 h by a and 1 h by b; a disk whose claim no pod held
     lines = [

@@ -351,6 +351,7 @@ def _spread_shared_on(engine, lines, weights):
     return collect(frame, MONEY)
 
 
+@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)  # its split and scope as idle's
 def test_spread_shared_equals_reference(engine):
     edges, edge_weights = _shared_edges()
     rand, rand_weights = _random_shared(29)

@@ -154,7 +154,7 @@ def _scaled_half_up(
             ]
         frame = frame.with_columns(*exprs)
 
-    def signed(m: str, pre: str) -> list[nw.Expr]:
+    def rounded_half_up(m: str, pre: str) -> list[nw.Expr]:
         up = nw.when(nw.col(pre + "carry") * 2 >= den).then(1).otherwise(0)
         units = nw.col(pre + "f") + up
         frac = units % _FRAC_UNIT
@@ -164,7 +164,9 @@ def _scaled_half_up(
             (frac * nw.col(pre + "sign")).cast(nw.Int64).alias(f"{prefix}{m}_frac"),
         ]
 
-    frame = frame.with_columns(*(expr for m, pre in pres.items() for expr in signed(m, pre)))
+    frame = frame.with_columns(
+        *(expr for m, pre in pres.items() for expr in rounded_half_up(m, pre))
+    )
     return frame.drop(
         *(f"{pre}{part}" for pre in pres.values() for part in ("sign", "carry", "w", "f")),
         *(f"{pre}d{i}" for pre in pres.values() for i in range(LIMBS)),
