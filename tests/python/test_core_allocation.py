@@ -15,8 +15,12 @@ import random
 from collections import defaultdict
 from decimal import Decimal
 
+import duckdb
+import narwhals as nw
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpucost.core import gpu_time, idle, node_parts, storage
 from gpucost.core.split import MAX_TOTAL_WEIGHT, MONEY, WeightBoundError, money_columns, money_value
@@ -24,6 +28,7 @@ from tests.python.core_frames import SCOPE_SCHEMA, collect, rows, table
 from tests.python.reference import allocation as reference
 from tests.python.reference import node_parts as reference_parts
 from tests.python.reference import storage as reference_storage
+from tests.python.test_allocation import node_lines_and_usages
 
 D = Decimal
 
@@ -208,6 +213,30 @@ def test_prorate_equals_reference(engine, seed, basis):
     # the fleet reaches every branch: pool bases, complexity weighting, utilised cost
     assert {r["allocation_basis"] for r in got} >= {basis, f"{basis}*complexity", "used*complexity"}
     assert any(0 < r["utilised_cost"] < r["billed_cost"] for r in got)
+
+
+CAP = D("9e18")  # the core's amounts stay below 2**63 whole units
+
+
+@settings(max_examples=5, deadline=None)  # a DuckDB plan per example: 3-27 s each (load)
+@given(node_lines_and_usages(), st.sampled_from(["requested", "used", "max"]))
+def test_prorate_equals_reference_for_any_lines(data, basis):
+    """Hypothesis: any lines (credits, 18 decimals, up to 9e18) and usages, the same rows as the
+    reference to the 1e-18 unit, on DuckDB."""
+    lines, usages = data
+    lines = [
+        line | {m: max(min(line[m], CAP), -CAP) for m in ("billed_cost", "effective_cost")}
+        for line in lines
+    ]
+    con = duckdb.connect()
+    got = sorted(
+        (
+            {f: r[f] for f in PRORATE_FIELDS}
+            for r in _prorate(lambda t: nw.from_native(con.from_arrow(t)), lines, usages, basis)
+        ),
+        key=_key,
+    )
+    assert got == _expected_prorate(lines, usages, basis)
 
 
 IDLE_SCHEMA = {"charge_id": pa.string()}
