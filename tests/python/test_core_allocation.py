@@ -181,12 +181,12 @@ def _random_fleet(seed: int):
     return lines, usages
 
 
-# Every basis on DuckDB; on PySpark the max basis only (it reads both requested and used time), with
-# the golden hour and the line without telemetry in the same fleet: a PySpark test costs 15-20 s of
-# plan building over py4j whatever the data (CI time, docs/spark.md).
+# Every basis on DuckDB. On PySpark the proration runs in test_split_at_the_exact_bound_equals_reference
+# (requested basis, utilised cost) and the compute parts' idle in test_spread_idle_equals_reference:
+# this fleet's plan (complexity weighting: two more splits) took 66 s there at load 5, 512 s at 20.
 @pytest.mark.parametrize(
     ("engine", "basis"),
-    [("duckdb", "requested"), ("duckdb", "used"), ("duckdb", "max"), ("pyspark", "max")],
+    [("duckdb", "requested"), ("duckdb", "used"), ("duckdb", "max")],
     indirect=["engine"],
 )
 @pytest.mark.parametrize("seed", [1])
