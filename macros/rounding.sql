@@ -36,3 +36,11 @@
         end
     ) * cast(0.01 as decimal(3, 2)) as {{ cents_type() }})
 {%- endmacro %}
+
+{#- The exact split in SQL: integer 1e-18 units split evenly over `parts` shares, the share of the
+    0-based `part_index`. Every share gets units // parts, and the units left over go one each to
+    the first indexes (largest remainder with equal weights, ties by index), so the shares of an
+    amount add up to it exactly. The weighted split runs in the Python core (gpucost.core.split). -#}
+{% macro split_units_evenly(units, parts, part_index) -%}
+    ({{ int_div(units, parts) }} + case when {{ part_index }} < {{ units }} % {{ parts }} then 1 else 0 end)
+{%- endmacro %}

@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpucost.core.allocation import (
+from gpucost.core.money import from_units
+from tests.python.reference.allocation import (
     prorate_node_lines,
     split_shared_workloads,
     spread_idle,
     spread_shared,
     weight_units,
 )
-from gpucost.core.money import from_units
 
 D = Decimal
 
@@ -216,7 +216,7 @@ def test_shared_uses_the_narrowest_scope_with_owners():
 
 
 def test_share_weights_count_in_whole_micro_units():
-    # times 1e6, truncated toward zero: the lazy core (gpucost.core.lazy_spread) splits by 64-bit totals
+    # times 1e6, truncated toward zero: the production core (gpucost.core.shared) splits by 64-bit totals
     assert [weight_units(w) for w in (None, D("1e-18"), D("0.000000999"), D("0.000001"))] == [
         0,
         0,

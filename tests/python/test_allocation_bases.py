@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from gpucost.core.allocation import prorate_node_lines, spread_idle
 from tests.python.conftest import Warehouse, run_dbt
+from tests.python.reference.allocation import prorate_node_lines, spread_idle
 from tests.python.test_shared_gpus import A100, MINUTES, series, write_prom
 
 D = Decimal

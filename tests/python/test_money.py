@@ -1,4 +1,6 @@
-"""Exact money: conversion, largest-remainder splitting and cent rounding."""
+"""Exact money: conversion, cent rounding (gpucost.core.money) and the reference's largest-remainder
+split (tests.python.reference.allocation.split_exact, which test_core_split.py holds the production
+split to)."""
 
 from decimal import Decimal
 
@@ -11,9 +13,9 @@ from gpucost.core.money import (
     from_units,
     round_half_away_to_cents,
     round_to_cents,
-    split_exact,
     to_units,
 )
+from tests.python.reference.allocation import split_exact
 
 amounts = st.integers(min_value=-(10**30), max_value=10**30)
 weight_maps = st.dictionaries(
@@ -102,3 +104,40 @@ def test_round_to_cents_adds_up_to_the_rounded_total(amounts):
     cent = UNIT // 100
     for key, cents in rounded.items():
         assert abs(cents * cent - amounts[key]) < cent
+
+
+def test_round_to_cents_to_a_target_cycles_and_takes_back():
+    """The statements' breakdowns are rounded to the mart's cents, which may differ from their own
+    rounded total by more cents than there are amounts."""
+
+    def units(*values):
+        return [to_units(v) for v in values]
+
+    p, q = units("1.005", "1.001")
+    # 3 cents above the floors with 2 amounts: cycles, largest fraction first
+    assert round_to_cents({"p": p, "q": q}, 203) == {"p": 102, "q": 101}
+    # cents in excess are taken back from the smallest fractions
+    p, q = units("1.009", "1.001")
+    assert round_to_cents({"p": p, "q": q}, 199) == {"p": 100, "q": 99}
+    # a credit: floors go down, the missing cent goes to the largest fraction
+    x, y = units("10.004", "-2.504")
+    assert round_to_cents({"x": x, "y": y}, 750) == {"x": 1000, "y": -250}
+    assert round_to_cents({}, 0) == {}
+    with pytest.raises(ValueError, match="over no amounts"):
+        round_to_cents({}, 1)
+
+
+@given(
+    st.dictionaries(st.text(max_size=3), amounts, min_size=1, max_size=8),
+    st.integers(min_value=-20, max_value=20),
+)
+def test_round_to_cents_always_reaches_its_target(amounts, shift):
+    target = round_half_away_to_cents(sum(amounts.values())) + shift
+    rounded = round_to_cents(amounts, target)
+    assert sum(rounded.values()) == target
+    assert set(rounded) == set(amounts)
+    cent = UNIT // 100
+    # no amount moves more than ceil(|shift| / n) + 1 cents from its exact value
+    reach = -(-abs(shift) // len(amounts)) + 1
+    for key, value in rounded.items():
+        assert abs(value * cent - amounts[key]) <= reach * cent

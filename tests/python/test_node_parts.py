@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from gpucost.core.node_parts import part_totals, prorate_compute_parts, split_line_parts
 from tests.python.conftest import Warehouse, run_dbt
+from tests.python.reference.node_parts import part_totals, prorate_compute_parts, split_line_parts
 from tests.python.test_shared_gpus import A100, MINUTES, series, write_prom
 
 D = Decimal

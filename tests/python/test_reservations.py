@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpucost.core.allocation import claim_reserved_idle, spread_idle
+from tests.python.reference.allocation import claim_reserved_idle, spread_idle
 
 D = Decimal
 HELIOS = (

@@ -8,14 +8,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from gpucost.commands import cli
 from gpucost.commands.statements import (
     KINDS,
     MODE_LABELS,
-    apportion_cents,
     confidence_band,
     money,
     read_statements,
@@ -225,47 +222,9 @@ def test_confidence_section_appears_when_the_column_exists(generated_warehouse):
     assert "ML attribution is not enabled yet" in render_html(page_without[0])
 
 
-def test_apportion_cents_golden():
-    thirds = {"a": Decimal("0.333333"), "b": Decimal("0.333333"), "c": Decimal("0.333334")}
-    assert apportion_cents(thirds, Decimal("1.00")) == {
-        "a": Decimal("0.33"),
-        "b": Decimal("0.33"),
-        "c": Decimal("0.34"),
-    }
-    # a credit: floors go down, the missing cents go to the largest fractions
-    assert apportion_cents({"x": Decimal("10.004"), "y": Decimal("-2.504")}, Decimal("7.50")) == {
-        "x": Decimal("10.00"),
-        "y": Decimal("-2.50"),
-    }
-    # the target is 3 cents above the floors with 2 keys: cycles
-    assert apportion_cents({"p": Decimal("1.005"), "q": Decimal("1.001")}, Decimal("2.03")) == {
-        "p": Decimal("1.02"),
-        "q": Decimal("1.01"),
-    }
-    # cents in excess are taken back from the smallest fractions
-    assert apportion_cents({"p": Decimal("1.009"), "q": Decimal("1.001")}, Decimal("1.99")) == {
-        "p": Decimal("1.00"),
-        "q": Decimal("0.99"),
-    }
+def test_confidence_bands():
     assert confidence_band(None) == "not scored"
     assert confidence_band(Decimal("0.9")) == "high"
     assert confidence_band(0.5) == "medium"
     assert confidence_band(Decimal("0.1")) == "low"
     assert confidence_band("likely") == "likely"
-
-
-@given(
-    st.dictionaries(
-        st.text(min_size=1, max_size=3),
-        st.decimals(min_value=-1000, max_value=1000, places=6, allow_nan=False),
-        min_size=1,
-        max_size=8,
-    ),
-    st.integers(min_value=-5, max_value=5),
-)
-def test_apportion_cents_always_adds_up(exact, shift):
-    target = sum(exact.values(), Decimal(0)).quantize(CENT) + shift * CENT
-    result = apportion_cents(exact, target)
-    assert sum(result.values(), Decimal(0)) == target
-    assert set(result) == set(exact)
-    assert all(value == value.quantize(CENT) for value in result.values())

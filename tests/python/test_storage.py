@@ -39,8 +39,8 @@ from pathlib import Path
 import pytest
 
 from gpucost.core.money import UNIT, from_units, to_units
-from gpucost.core.storage import allocate_volume_lines
 from tests.python.conftest import Warehouse, run_dbt
+from tests.python.reference.storage import allocate_volume_lines
 
 D = Decimal
 DAY = int(datetime(2026, 10, 1, tzinfo=UTC).timestamp())

@@ -108,8 +108,7 @@ fixed_units as (
         -- this month's share of the whole amount (hardware: largest remainder over the life's months)
         case
             when item_type = 'hardware'
-                then {{ int_div('amount_units', 'depreciation_months') }}
-                    + case when life_month_index < amount_units % depreciation_months then 1 else 0 end
+                then {{ split_units_evenly('amount_units', 'depreciation_months', 'life_month_index') }}
             else amount_units
         end as month_units
     from fixed_items
@@ -129,8 +128,7 @@ fixed_lines as (
         month_start,
         hour_at,
         source_file,
-        {{ int_div('month_units', 'hours_in_month') }}
-        + case when hour_index < month_units % hours_in_month then 1 else 0 end as line_units
+        {{ split_units_evenly('month_units', 'hours_in_month', 'hour_index') }} as line_units
     from fixed_units
 
 ),

@@ -24,11 +24,12 @@ import sys
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from decimal import ROUND_FLOOR, Decimal
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
 from gpucost.commands.safe_output import csv_row
+from gpucost.core.money import round_to_cents, to_units
 
 KINDS = ("direct", "usage", "idle", "shared", "unallocated")
 MODES = ("chargeback", "showback")
@@ -84,30 +85,11 @@ K = TypeVar("K", bound=Hashable)
 # Pure helpers
 
 
-def apportion_cents(exact: Mapping[K, Decimal], total: Decimal) -> dict[K, Decimal]:
-    """Round exact amounts to cents so that they add up exactly to ``total`` (a cent amount).
-
-    Largest remainder: every amount is floored to the cent, then the cents still missing go one
-    each to the largest dropped fractions (ties in key order), cycling if more cents are missing
-    than there are keys; cents in excess are taken back from the smallest fractions the same way.
-    Invariant: ``sum(result.values()) == total`` whenever ``exact`` is not empty.
-    """
-    if not exact:
-        if total:
-            raise ValueError(f"cannot apportion {total} over no amounts")
-        return {}
-    floors = {
-        key: (value / CENT).to_integral_value(rounding=ROUND_FLOOR) for key, value in exact.items()
-    }
-    fractions = {key: exact[key] / CENT - floors[key] for key in exact}
-    missing = int((total / CENT).to_integral_value()) - int(sum(floors.values()))
-    ordered = sorted(exact, key=lambda key: (-fractions[key], repr(key)))
-    if missing < 0:
-        ordered.reverse()
-    step = 1 if missing >= 0 else -1
-    cents = dict(floors)
-    for index in range(abs(missing)):
-        cents[ordered[index % len(ordered)]] += step
+def _apportion(exact: Mapping[K, Decimal], total: Decimal) -> dict[K, Decimal]:
+    """``exact`` rounded to cents adding up to ``total`` (a cent amount), by
+    :func:`gpucost.core.money.round_to_cents` (largest remainder)."""
+    units = {key: to_units(value) for key, value in exact.items()}
+    cents = round_to_cents(units, int((total / CENT).to_integral_value()))
     return {key: (value * CENT).quantize(CENT) for key, value in cents.items()}
 
 
@@ -636,20 +618,18 @@ def build_statements(
                     for basis, amount in by_basis.items():
                         exact[basis] = exact.get(basis, Decimal(0)) + amount
             if exact or kind_totals[kind]:
-                for basis, cents in apportion_cents(exact, kind_totals[kind]).items():
+                for basis, cents in _apportion(exact, kind_totals[kind]).items():
                     policies.append((kind, basis, cents))
 
         attribution_exact = method_index.get((team_id, currency), {})
-        attribution_cents = apportion_cents(attribution_exact, total_billed)
+        attribution_cents = _apportion(attribution_exact, total_billed)
         ordered_methods = sorted(
             attribution_cents,
             key=lambda m: ATTRIBUTION_METHODS.index(m) if m in ATTRIBUTION_METHODS else 99,
         )
         confidence = None
         if confidence_rows is not None:
-            band_cents = apportion_cents(
-                confidence_index.get((team_id, currency), {}), total_billed
-            )
+            band_cents = _apportion(confidence_index.get((team_id, currency), {}), total_billed)
             band_order = [band for band, _ in CONFIDENCE_BANDS] + [NOT_SCORED]
             confidence = sorted(
                 band_cents.items(),

@@ -1,4 +1,4 @@
-"""Exact money: integer units of 1e-18 and the one rounding rule used everywhere.
+"""Exact money: integer units of 1e-18 and the one cent rounding rule in Python.
 
 Every amount that moves through the warehouse is a ``DECIMAL(38, 18)`` in SQL and an
 ``int`` of 1e-18 units here. Converting between the two is exact in both directions
@@ -46,64 +46,33 @@ def from_units(units: int) -> Decimal:
     )
 
 
-def split_exact(amount: int, weights: Mapping[K, int]) -> dict[K, int]:
-    """Split an integer amount across keys in proportion to integer weights, exactly.
-
-    Largest-remainder (Hamilton) method: every key first gets ``floor(|amount| * w / W)``,
-    then the units left over go one each to the keys with the largest remainders, ties
-    broken by the key's sort order. Invariants (property-tested):
-
-    * the returned shares sum exactly to ``amount`` (conservation);
-    * a share never has the opposite sign of ``amount`` and is zero for a zero weight;
-    * the result does not depend on the order of ``weights`` (permutation invariance);
-    * each share differs from the exact proportional value by less than one unit.
-
-    A negative amount (a credit) is split as its absolute value and negated, so a credit
-    is shared exactly like a charge of the same size.
-    """
-    if not weights:
-        raise ValueError("split_exact needs at least one weight")
-    for key, weight in weights.items():
-        if weight < 0:
-            raise ValueError(f"negative weight {weight} for {key!r}")
-    total = sum(weights.values())
-    if total == 0:
-        raise ValueError("split_exact needs a positive total weight")
-    sign = -1 if amount < 0 else 1
-    magnitude = abs(amount)
-    shares: dict[K, int] = {}
-    remainders: list[tuple[int, str, K]] = []
-    for key, weight in weights.items():
-        quotient, remainder = divmod(magnitude * weight, total)
-        shares[key] = quotient
-        if remainder:
-            remainders.append((remainder, repr(key), key))
-    left = magnitude - sum(shares.values())
-    # Largest remainder first; equal remainders in ascending key order.
-    remainders.sort(key=lambda item: (-item[0], item[1]))
-    for _, _, key in remainders[:left]:
-        shares[key] += 1
-    return {key: sign * share for key, share in shares.items()}
-
-
 def round_to_cents(amounts: Mapping[K, int], target_cents: int | None = None) -> dict[K, int]:
-    """Round exact unit amounts to whole cents so that they add up to ``target_cents``.
+    """Round exact unit amounts to whole cents so that they add up to ``target_cents``: the one
+    largest-remainder cent rounding in Python (in SQL: ``largest_remainder_cents``,
+    macros/rounding.sql; the statements apportion their breakdowns with this).
 
     ``target_cents`` defaults to the total rounded half away from zero to cents (the bill's cent
-    total). Every amount is floored to cents, then the missing cents go to the amounts with
-    the largest dropped fractions (ties by key order). The result sums exactly to the
-    target, and no amount moves by a cent or more from its exact value.
+    total). Every amount is floored to cents, then the missing cents go one each to the amounts with
+    the largest dropped fractions (ties by ``repr`` of the key), cycling if more cents are missing
+    than there are amounts; cents in excess are taken back from the smallest fractions the same
+    way. The result sums exactly to the target; with the default target no amount moves by a cent
+    or more from its exact value.
     """
+    if not amounts:
+        if target_cents:
+            raise ValueError(f"cannot round {target_cents} cents over no amounts")
+        return {}
     cent = UNIT // 100
     if target_cents is None:
         target_cents = round_half_away_to_cents(sum(amounts.values()))
     floors = {key: value // cent for key, value in amounts.items()}
     left = target_cents - sum(floors.values())
-    if left < 0 or left > len(amounts):
-        raise ValueError(f"target {target_cents} cents is not reachable from the amounts")
     order = sorted(amounts, key=lambda key: (-(amounts[key] % cent), repr(key)))
-    for key in order[:left]:
-        floors[key] += 1
+    if left < 0:
+        order.reverse()
+    step = 1 if left >= 0 else -1
+    for index in range(abs(left)):
+        floors[order[index % len(order)]] += step
     return floors
 
 

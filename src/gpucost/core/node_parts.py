@@ -1,214 +1,174 @@
-"""A GPU node's bill line in parts: GPU, CPU and memory, each allocated on its own basis.
+"""Step 1 of the allocation (and step 2 for CPU and memory): a GPU node's line in parts.
 
 A GPU node also sells CPU and memory: a CPU-only pod scheduled on it holds cores and memory that
-nobody else can use. The line is split into parts by weights (by default list price per unit x
-the node's units, see seed ``node_resource_list_prices``), exactly: the parts' billed and
-effective costs and ratios sum to the line's. The GPU part then goes through the GPU-time
-proration (:func:`gpucost.core.allocation.prorate_node_lines`); the CPU and memory parts go to the
-workloads that requested cores / memory on the node in the line's period
-(:func:`prorate_compute_parts`), each with its own idle row, spread by the idle policy among the
-workloads holding that part.
-
-Pure functions over plain rows (money as ``Decimal``), like :mod:`gpucost.core.allocation`.
+nobody else can use. :func:`split_line_parts` splits each line into GPU / CPU / memory parts by
+weights (by default list price per unit x the node's units, seed ``node_resource_list_prices``);
+:func:`gpu_part_lines` cuts out the GPU part for :func:`gpucost.core.gpu_time.prorate_node_lines`;
+:func:`prorate_compute_parts` prorates the CPU and memory parts to the workloads that requested
+them, each part's idle spread by the idle policy (:func:`gpucost.core.idle.spread_idle`) among the
+workloads holding that part. Every part and row sums exactly to its line.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from decimal import Decimal
-from typing import Any
+import narwhals as nw
 
-from gpucost.core.allocation import prorate_node_lines, spread_idle
-from gpucost.core.money import UNIT, from_units, split_exact, to_units
-
-Row = dict[str, Any]
+from gpucost.core.gpu_time import prorate_node_lines
+from gpucost.core.idle import spread_idle
+from gpucost.core.split import MONEY, MONEY_COLUMNS, split_lines
 
 PARTS: tuple[str, ...] = ("gpu", "cpu", "memory")
-# The unit each part's basis is counted in (recorded on the rows' allocation_basis description).
-PART_UNITS: Mapping[str, str] = {"gpu": "GPU-ms", "cpu": "core-ms", "memory": "MiB-ms"}
+
+_PART_MONEY = ("billed_cost", "effective_cost")
 
 
-def split_line_parts(lines: Iterable[Row], weights: Iterable[Row]) -> list[Row]:
+def split_line_parts(lines: nw.LazyFrame, weights: nw.LazyFrame) -> nw.LazyFrame:
     """Split each line into its GPU / CPU / memory parts, exactly.
 
-    ``lines``: ``charge_id``, ``billed_cost``, ``effective_cost``, ``capacity_gpu_ms``.
-    ``weights``: ``charge_id``, ``resource_part``, ``part_weight`` (integer, e.g. micro-dollars
-    per hour at list price), ``capacity_units`` (what the node offered of the part in the
-    line's period: GPU-ms, core-ms, MiB-ms).
-
-    A line without positive weights stays whole as its GPU part. Returns one row per part with
-    ``billed_cost``, ``effective_cost``, ``allocation_ratio`` (the part's share of the line) and
-    ``capacity_units``; each line's parts sum exactly to it.
+    ``lines``: ``charge_id``, ``billed_cost_whole`` / ``_frac``, ``effective_cost_whole`` /
+    ``_frac``, ``capacity_gpu_ms``. ``weights``: ``charge_id``, ``resource_part``, ``part_weight``,
+    ``capacity_units`` (one row per line and part). A line without a positive weight stays whole as
+    its GPU part. Returns ``charge_id``, ``resource_part``, ``part_weight``, ``capacity_units`` and
+    the three amounts (``allocation_ratio``: the part's share of the line); each line's parts sum
+    exactly to it.
     """
-    by_line: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
-    for w in weights:
-        weight = int(w.get("part_weight") or 0)
-        if weight > 0:
-            by_line[w["charge_id"]][w["resource_part"]] = (weight, int(w["capacity_units"] or 0))
-    out: list[Row] = []
-    for line in lines:
-        charge_id = line["charge_id"]
-        parts = by_line.get(charge_id) or {}
-        if not parts:
-            parts = {"gpu": (1, int(line.get("capacity_gpu_ms") or 0))}
-        part_weights = {part: parts[part][0] for part in PARTS if part in parts}
-        billed = split_exact(to_units(line["billed_cost"]), part_weights)
-        effective = split_exact(to_units(line["effective_cost"]), part_weights)
-        ratio = split_exact(UNIT, part_weights)
-        for part in part_weights:
-            out.append(
-                {
-                    "charge_id": charge_id,
-                    "resource_part": part,
-                    "part_weight": part_weights[part],
-                    "capacity_units": parts[part][1],
-                    "billed_cost": from_units(billed[part]),
-                    "effective_cost": from_units(effective[part]),
-                    "allocation_ratio": from_units(ratio[part]),
-                }
-            )
-    return out
-
-
-def gpu_part_lines(lines: Iterable[Row], parts: Iterable[Row]) -> list[Row]:
-    """The node lines with their amounts and ratio cut down to the GPU part (for GPU proration)."""
-    gpu = {p["charge_id"]: p for p in parts if p["resource_part"] == "gpu"}
-    out: list[Row] = []
-    for line in lines:
-        part = gpu.get(line["charge_id"])
-        if part is None:  # the whole line went to CPU / memory parts: no GPU money to prorate
-            continue
-        out.append(
-            line
-            | {
-                "billed_cost": part["billed_cost"],
-                "effective_cost": part["effective_cost"],
-                "allocation_ratio": part["allocation_ratio"],
-            }
+    positive = (
+        weights.with_columns(
+            nw.col("part_weight").fill_null(0).cast(nw.Int64),
+            nw.col("capacity_units").fill_null(0).cast(nw.Int64),
+            nw.col("resource_part").cast(nw.String),
         )
-    return out
+        .filter((nw.col("part_weight") > 0) & nw.col("resource_part").is_in(PARTS))
+        .select("charge_id", "resource_part", "part_weight", "capacity_units")
+    )
+    whole = lines.join(positive.select("charge_id").unique(), on="charge_id", how="anti").select(
+        "charge_id",
+        nw.lit("gpu").alias("resource_part"),
+        nw.lit(1, nw.Int64).alias("part_weight"),
+        nw.col("capacity_gpu_ms").fill_null(0).cast(nw.Int64).alias("capacity_units"),
+    )
+    parts = nw.concat([positive, whole], how="vertical").with_columns(
+        nw.col("part_weight").alias("weight"),
+        nw.concat_str([nw.lit("'"), nw.col("resource_part"), nw.lit("'")]).alias("_tie"),
+    )
+    money = lines.select(
+        "charge_id",
+        *(f"{m}_{p}" for m in _PART_MONEY for p in ("whole", "frac")),
+        nw.lit(1, nw.Int64).alias("allocation_ratio_whole"),
+        nw.lit(0, nw.Int64).alias("allocation_ratio_frac"),
+    )
+    return split_lines(money, parts, line_key="charge_id", tie_key="_tie", money=MONEY).select(
+        "charge_id", "resource_part", "part_weight", "capacity_units", *MONEY_COLUMNS
+    )
+
+
+def gpu_part_lines(lines: nw.LazyFrame, parts: nw.LazyFrame) -> nw.LazyFrame:
+    """The node lines (every column but their
+    amounts) with the GPU part's amounts and ratio; a line without a GPU part is left out."""
+    gpu = parts.filter(nw.col("resource_part") == "gpu").select("charge_id", *MONEY_COLUMNS)
+    kept = [c for c in lines.collect_schema().names() if c not in MONEY_COLUMNS]
+    return lines.select(kept).join(gpu, on="charge_id", how="inner")
 
 
 def prorate_compute_parts(
-    parts: Iterable[Row],
-    usages: Iterable[Row],
-    owners: Mapping[str, str] | None = None,
+    parts: nw.LazyFrame,
+    usages: nw.LazyFrame,
+    owners: nw.LazyFrame | None = None,
     policy: str = "proportional",
-) -> list[Row]:
-    """Allocate the CPU and memory parts to the workloads that requested them, with their idle.
+) -> nw.LazyFrame:
+    """Prorate the CPU and memory parts to the workloads that requested them, exactly.
 
-    ``parts``: rows of :func:`split_line_parts` (GPU parts are ignored).
-    ``usages``: ``charge_id``, ``resource_part``, ``workload_id``, ``requested_units`` (core-ms or
-    MiB-ms the workload requested on the node within the line's period).
-    ``owners``: workload id -> owner key (for the ``even`` idle policy; default: the workload).
-
-    Each part is prorated like a GPU line on the requested basis (share = requested /
-    max(capacity, sum of requests)); its idle row (capacity nobody requested) is spread by
-    ``policy`` among the workloads that held the same part of the same line, or kept visible
-    (``no_active_workload_in_scope``) when none did. Rows: ``charge_id``, ``resource_part``,
-    ``workload_id``, ``allocation_kind`` (usage / idle / unallocated), ``recipient`` (workload,
-    platform, unowned; None for usage), ``allocation_basis`` (``<part>:requested`` or
-    ``<part>:idle_<policy>``), ``basis_units``, ``unallocated_reason``, ``billed_cost``,
-    ``effective_cost``, ``allocation_ratio``. They sum exactly to each part.
+    ``parts``: rows of :func:`split_line_parts` (GPU parts are ignored). ``usages``:
+    ``charge_id``, ``resource_part``, ``workload_id``, ``requested_units``. ``owners``:
+    ``workload_id``, ``owner_key`` (for the ``even`` policy; a workload without one is its own
+    owner). Each part is prorated on the requested basis; its idle is spread by ``policy`` among
+    the workloads that held the same part of the same line. Returns ``charge_id``,
+    ``resource_part``, ``workload_id``, ``allocation_kind``, ``recipient``, ``allocation_basis``,
+    ``basis_units``, ``unallocated_reason`` and the three amounts; they sum exactly to each part.
     """
-    owners = owners or {}
-    compute = [p for p in parts if p["resource_part"] != "gpu"]
-    keyed_lines = [
-        {
-            "charge_id": _key(p["charge_id"], p["resource_part"]),
-            "billed_cost": p["billed_cost"],
-            "effective_cost": p["effective_cost"],
-            "allocation_ratio": p["allocation_ratio"],
-            "capacity_gpu_ms": p["capacity_units"],
-        }
-        for p in compute
-    ]
-    keyed_usages = [
-        {
-            "charge_id": _key(u["charge_id"], u["resource_part"]),
-            "workload_id": u["workload_id"],
-            "requested_gpu_ms": int(u.get("requested_units") or 0),
-            "used_gpu_ms": 0,
-        }
-        for u in usages
-        if u["resource_part"] != "gpu"
-    ]
-    prorated = prorate_node_lines(keyed_lines, keyed_usages, basis="requested")
-    origin = {_key(p["charge_id"], p["resource_part"]): p for p in compute}
-
-    out: list[Row] = []
-    idle_rows: list[Row] = []
-    weights: list[Row] = []
-    for row in prorated:
-        part = origin[row["charge_id"]]
-        base = {"charge_id": part["charge_id"], "resource_part": part["resource_part"]}
-        if row["allocation_kind"] == "idle":
-            idle_rows.append(
-                {
-                    "charge_id": row["charge_id"],
-                    "scope_keys": [row["charge_id"]],
-                    "basis_units": row["basis_gpu_ms"],
-                    "billed_cost": row["billed_cost"],
-                    "effective_cost": row["effective_cost"],
-                    "allocation_ratio": row["allocation_ratio"],
-                }
-            )
-            continue
-        if row["allocation_kind"] == "usage":
-            weights.append(
-                {
-                    "scope_key": row["charge_id"],
-                    "workload_id": row["workload_id"],
-                    "owner_key": owners.get(row["workload_id"], row["workload_id"]),
-                    "weight": row["basis_gpu_ms"],
-                }
-            )
-        reason = row["unallocated_reason"]
-        out.append(
-            base
-            | {
-                "workload_id": row["workload_id"],
-                "allocation_kind": row["allocation_kind"],
-                "recipient": None,
-                "allocation_basis": f"{part['resource_part']}:requested",
-                "basis_units": row["basis_gpu_ms"],
-                "unallocated_reason": reason.replace("gpu_", "") if reason else None,
-                "billed_cost": row["billed_cost"],
-                "effective_cost": row["effective_cost"],
-                "allocation_ratio": row["allocation_ratio"],
-            }
-        )
-    basis_by_idle = {r["charge_id"]: r["basis_units"] for r in idle_rows}
-    for row in spread_idle(idle_rows, weights, policy=policy):
-        part = origin[row["charge_id"]]
-        out.append(
-            {
-                "charge_id": part["charge_id"],
-                "resource_part": part["resource_part"],
-                "workload_id": row["workload_id"],
-                "allocation_kind": "idle",
-                "recipient": row["recipient"],
-                "allocation_basis": f"{part['resource_part']}:idle_{policy}",
-                "basis_units": basis_by_idle[row["charge_id"]],
-                "unallocated_reason": row["idle_reason"],
-                "billed_cost": row["billed_cost"],
-                "effective_cost": row["effective_cost"],
-                "allocation_ratio": row["allocation_ratio"],
-            }
-        )
-    return out
+    key = nw.concat_str([nw.col("charge_id"), nw.lit("#"), nw.col("resource_part")])
+    compute = parts.filter(nw.col("resource_part") != "gpu").with_columns(key.alias("_key"))
+    origin = compute.select("_key", "charge_id", "resource_part")
+    prorated = prorate_node_lines(
+        compute.select(
+            nw.col("_key").alias("charge_id"),
+            *MONEY_COLUMNS,
+            nw.col("capacity_units").alias("capacity_gpu_ms"),
+        ),
+        usages.filter(nw.col("resource_part") != "gpu").select(
+            key.alias("charge_id"),
+            "workload_id",
+            nw.col("requested_units").fill_null(0).cast(nw.Int64).alias("requested_gpu_ms"),
+            nw.lit(0, nw.Int64).alias("used_gpu_ms"),
+        ),
+        basis="requested",
+        utilised=False,
+    )
+    prorated = prorated.rename({"charge_id": "_key"}).join(origin, on="_key", how="inner")
+    placed = prorated.filter(nw.col("allocation_kind") != "idle").select(
+        "charge_id",
+        "resource_part",
+        "workload_id",
+        "allocation_kind",
+        nw.lit(None, nw.String).alias("recipient"),
+        nw.concat_str([nw.col("resource_part"), nw.lit(":requested")]).alias("allocation_basis"),
+        nw.col("basis_gpu_ms").alias("basis_units"),
+        nw.col("unallocated_reason").str.replace_all("gpu_", "").alias("unallocated_reason"),
+        *MONEY_COLUMNS,
+    )
+    idle = prorated.filter(nw.col("allocation_kind") == "idle")
+    usage = prorated.filter(nw.col("allocation_kind") == "usage").select(
+        nw.col("_key").alias("scope_key"),
+        "workload_id",
+        nw.lit(None, nw.String).alias("recipient_group"),
+        nw.col("basis_gpu_ms").alias("weight"),
+    )
+    if owners is None:
+        usage = usage.with_columns(nw.col("workload_id").alias("owner_key"))
+    else:
+        usage = usage.join(
+            owners.select("workload_id", nw.col("owner_key").alias("_owner")),
+            on="workload_id",
+            how="left",
+        ).with_columns(nw.coalesce(nw.col("_owner"), nw.col("workload_id")).alias("owner_key"))
+    spread = spread_idle(
+        idle.select(nw.col("_key").alias("charge_id"), *MONEY_COLUMNS),
+        idle.select(
+            nw.col("_key").alias("charge_id"),
+            nw.lit(1, nw.Int64).alias("scope_rank"),
+            nw.col("_key").alias("scope_key"),
+        ),
+        usage.select("scope_key", "workload_id", "recipient_group", "owner_key", "weight"),
+        policy=policy,
+    )
+    spread = spread.join(
+        idle.select(
+            nw.col("_key").alias("charge_id"),
+            nw.col("charge_id").alias("_line"),
+            "resource_part",
+            nw.col("basis_gpu_ms").alias("basis_units"),
+        ),
+        on="charge_id",
+        how="inner",
+    ).select(
+        nw.col("_line").alias("charge_id"),
+        "resource_part",
+        "workload_id",
+        nw.lit("idle").alias("allocation_kind"),
+        "recipient",
+        nw.concat_str([nw.col("resource_part"), nw.lit(f":idle_{policy}")]).alias(
+            "allocation_basis"
+        ),
+        "basis_units",
+        nw.col("idle_reason").alias("unallocated_reason"),
+        *MONEY_COLUMNS,
+    )
+    return nw.concat([placed, spread], how="vertical")
 
 
-def _key(charge_id: str, part: str) -> str:
-    return f"{charge_id}#{part}"
-
-
-def part_totals(rows: Iterable[Row]) -> dict[tuple[str, str], tuple[Decimal, Decimal]]:
-    """(charge_id, part) -> (billed, effective) sums: what tests and checks compare to the parts."""
-    totals: dict[tuple[str, str], tuple[Decimal, Decimal]] = {}
-    for r in rows:
-        key = (r["charge_id"], r["resource_part"])
-        billed, effective = totals.get(key, (Decimal(0), Decimal(0)))
-        totals[key] = (billed + r["billed_cost"], effective + r["effective_cost"])
-    return totals
+def prorate_gpu_parts(
+    lines: nw.LazyFrame, parts: nw.LazyFrame, usages: nw.LazyFrame, basis: str = "requested"
+) -> nw.LazyFrame:
+    """int_gpu_costs_prorated's logic: the GPU part of each line (:func:`gpu_part_lines`) prorated
+    by GPU time (:func:`gpucost.core.gpu_time.prorate_node_lines`)."""
+    return prorate_node_lines(gpu_part_lines(lines, parts), usages, basis=basis)

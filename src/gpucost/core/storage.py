@@ -1,95 +1,86 @@
-"""Storage bill lines split over the pods that held the volume: the ``volume_claim`` route.
+"""Step 2 for storage: volume bill lines split over the pods that held the volume's claim.
 
-A bill line for a cloud disk (``vol-0abc``, a GCP disk, an Azure managed disk) that a Kubernetes
-PersistentVolume carries belongs to whoever held the claim bound to that volume. Each pod
-incarnation that held the claim during the line's charge period (alive, and its spec naming the
-claim) pays in proportion to the milliseconds it held it; a line no pod held in its period stays
-whole as an ``unallocated`` row with the reason (``volume_without_pod`` / ``volume_without_claim``).
-
-Pure functions over plain records (``dict`` rows, money as ``Decimal``); no dbt, no database.
-The invariant: for every line, the returned rows' ``billed_cost``, ``effective_cost`` and
-``allocation_ratio`` sum exactly to the line's amounts and to 1 (largest remainder in 1e-18 units,
-:func:`gpucost.core.money.split_exact`).
+A persistent volume is billed whether or not it is mounted; its line goes to the workloads whose
+pods held its claim in the line's period, by claim-holding milliseconds (ties by workload id). A
+line nobody held stays whole (unallocated), with the reason naming the claims or the volume. Built
+on :func:`gpucost.core.split.split_lines`; each line's rows sum to it exactly (ratio 1).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
-from typing import Any
+import narwhals as nw
 
-from gpucost.core.money import UNIT, from_units, split_exact, to_units
-
-Row = dict[str, Any]
+from gpucost.core.split import MONEY, MONEY_COLUMNS, ratio_one, split_lines
 
 VOLUME_CLAIM_BASIS = "volume_claim"
-"""``allocation_basis`` of every row returned here: the share is the time the claim was held."""
 
 
-def _reason(line: Row) -> str:
-    claims = line.get("claim_ids")
-    if claims:
-        return f"volume_without_pod: {claims}"
-    volumes = line.get("persistent_volume_ids") or line.get("volume_key") or "?"
-    return f"volume_without_claim: {volumes}"
+def _text(column: str) -> nw.Expr:
+    """A text column, null when empty (the row core's truthiness)."""
+    return nw.when(nw.col(column).fill_null("") != "").then(nw.col(column).cast(nw.String))
 
 
-def allocate_volume_lines(lines: Iterable[Row], mounts: Iterable[Row]) -> list[Row]:
-    """Split each volume line across the pods that held its claim, by claim-holding time.
+def allocate_volume_lines(lines: nw.LazyFrame, mounts: nw.LazyFrame) -> nw.LazyFrame:
+    """Each volume line split over the pods that held its claim, by claim-holding milliseconds; a
+    line nobody held stays whole (unallocated).
 
-    ``lines``: ``charge_id``, ``billed_cost``, ``effective_cost`` (``Decimal``), and for the reason
-    of a line nobody held, ``claim_ids`` (the claims bound to the disk, or null) and
-    ``persistent_volume_ids``.
-    ``mounts``: ``charge_id``, ``workload_id``, ``mounted_ms`` (milliseconds within the line's
-    period the pod held the claim; several rows of one pod add up).
-
-    Returns one row per line and pod with a positive time (``allocation_kind`` ``usage``), or one
-    ``unallocated`` row with ``unallocated_reason`` when no pod held the claim in the period. Every
-    row has ``allocation_basis`` ``volume_claim`` and ``mounted_ms``. The rows of a line sum exactly
-    to it in billed cost, effective cost and ratio (1), and do not depend on the order of the input.
+    ``lines``: ``charge_id``, ``billed_cost_whole`` / ``_frac``, ``effective_cost_whole`` /
+    ``_frac``, ``claim_ids``, ``persistent_volume_ids``, ``volume_key`` (text, may be null).
+    ``mounts``: ``charge_id``, ``workload_id``, ``mounted_ms``. Returns ``charge_id``,
+    ``workload_id``, ``allocation_kind``, ``unallocated_reason``, ``allocation_basis``,
+    ``mounted_ms`` and the three amounts as whole / frac pairs; each line's rows sum to it exactly
+    (ratio 1), ties by workload id.
     """
-    held: dict[Any, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for mount in mounts:
-        milliseconds = int(mount.get("mounted_ms") or 0)
-        if milliseconds < 0:
-            raise ValueError(f"negative mounted_ms {milliseconds} for {mount!r}")
-        if milliseconds and mount.get("workload_id") is not None:
-            held[mount["charge_id"]][mount["workload_id"]] += milliseconds
-
-    out: list[Row] = []
-    for line in sorted(lines, key=lambda row: str(row["charge_id"])):
-        charge_id = line["charge_id"]
-        weights = dict(held.get(charge_id, {}))
-        if not weights:
-            out.append(
-                {
-                    "charge_id": charge_id,
-                    "workload_id": None,
-                    "allocation_kind": "unallocated",
-                    "unallocated_reason": _reason(line),
-                    "allocation_basis": VOLUME_CLAIM_BASIS,
-                    "mounted_ms": 0,
-                    "billed_cost": line["billed_cost"],
-                    "effective_cost": line["effective_cost"],
-                    "allocation_ratio": from_units(UNIT),
-                }
+    negative = mounts.filter(nw.col("mounted_ms") < 0).select(nw.len()).collect().item()
+    if negative:
+        raise ValueError(f"{negative} mount rows with a negative mounted_ms")
+    held = (
+        mounts.filter(~nw.col("workload_id").is_null())
+        .with_columns(nw.col("mounted_ms").fill_null(0).cast(nw.Int64))
+        .filter(nw.col("mounted_ms") > 0)
+        .group_by("charge_id", "workload_id")
+        .agg(nw.col("mounted_ms").sum().cast(nw.Int64).alias("weight"))
+        .with_columns(
+            nw.col("workload_id").cast(nw.String),
+            # repr of the workload id, the row core's tie-break (ids without quotes or backslashes)
+            nw.concat_str([nw.lit("'"), nw.col("workload_id"), nw.lit("'")]).alias("_tie"),
+        )
+    )
+    kept = ratio_one(lines)
+    split = split_lines(
+        kept.select("charge_id", *MONEY_COLUMNS),
+        held,
+        line_key="charge_id",
+        tie_key="_tie",
+        money=MONEY,
+    ).select(
+        "charge_id",
+        "workload_id",
+        nw.lit("usage").alias("allocation_kind"),
+        nw.lit(None, nw.String).alias("unallocated_reason"),
+        nw.lit(VOLUME_CLAIM_BASIS).alias("allocation_basis"),
+        nw.col("weight").cast(nw.Int64).alias("mounted_ms"),
+        *MONEY_COLUMNS,
+    )
+    reason = (
+        nw.when(~_text("claim_ids").is_null())
+        .then(nw.concat_str([nw.lit("volume_without_pod: "), _text("claim_ids")]))
+        .otherwise(
+            nw.concat_str(
+                [
+                    nw.lit("volume_without_claim: "),
+                    nw.coalesce(_text("persistent_volume_ids"), _text("volume_key"), nw.lit("?")),
+                ]
             )
-            continue
-        billed = split_exact(to_units(line["billed_cost"]), weights)
-        effective = split_exact(to_units(line["effective_cost"]), weights)
-        ratio = split_exact(UNIT, weights)
-        for workload_id in sorted(weights):
-            out.append(
-                {
-                    "charge_id": charge_id,
-                    "workload_id": workload_id,
-                    "allocation_kind": "usage",
-                    "unallocated_reason": None,
-                    "allocation_basis": VOLUME_CLAIM_BASIS,
-                    "mounted_ms": weights[workload_id],
-                    "billed_cost": from_units(billed[workload_id]),
-                    "effective_cost": from_units(effective[workload_id]),
-                    "allocation_ratio": from_units(ratio[workload_id]),
-                }
-            )
-    return out
+        )
+    )
+    unheld = kept.join(held.select("charge_id").unique(), on="charge_id", how="anti").select(
+        "charge_id",
+        nw.lit(None, nw.String).alias("workload_id"),
+        nw.lit("unallocated").alias("allocation_kind"),
+        reason.alias("unallocated_reason"),
+        nw.lit(VOLUME_CLAIM_BASIS).alias("allocation_basis"),
+        nw.lit(0, nw.Int64).alias("mounted_ms"),
+        *MONEY_COLUMNS,
+    )
+    return nw.concat([split, unheld], how="vertical")

@@ -1,12 +1,14 @@
-"""The allocation core: proration of node lines, idle spreading and shared-cost spreading.
+"""The reference row core: proration of node lines, idle spreading and shared-cost spreading.
 
-Pure functions over plain records (``dict`` rows, money as ``Decimal``). They know nothing
-of dbt or of a database; ``python_models/`` feeds them rows and returns what they give.
+Not production code: the production core is :mod:`gpucost.core` (narwhals frames on DuckDB or
+PySpark). This is the same allocation written a second, independent way, over plain records
+(``dict`` rows, money as ``Decimal``, Python integers of any size), for the property tests to
+compare the production core against.
 
 The one invariant every function keeps: for every input line (or idle row), the
 ``billed_cost`` and ``effective_cost`` of the rows returned for it sum exactly to the
 input's, and their ``allocation_ratio`` values sum exactly to the input's ratio (1 for a
-whole line). Money is split in 1e-18 units by :func:`gpucost.core.money.split_exact`.
+whole line). Money is split in 1e-18 units by :func:`split_exact`.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from gpucost.core.money import UNIT, from_units, split_exact, to_units
+from gpucost.core.money import UNIT, from_units, to_units
+
+K = TypeVar("K")
 
 Row = dict[str, Any]
 Basis = Literal["requested", "used", "max"]
@@ -25,6 +29,46 @@ IdlePolicy = Literal["proportional", "even", "platform", "visible"]
 BASES: tuple[str, ...] = ("requested", "used", "max")
 IDLE_POLICIES: tuple[str, ...] = ("proportional", "even", "platform", "visible")
 _IDLE = ("~idle",)  # sorts after every workload id; never collides with a real key
+
+
+def split_exact(amount: int, weights: Mapping[K, int]) -> dict[K, int]:
+    """Split an integer amount across keys in proportion to integer weights, exactly.
+
+    Largest-remainder (Hamilton) method: every key first gets ``floor(|amount| * w / W)``,
+    then the units left over go one each to the keys with the largest remainders, ties
+    broken by the key's sort order. Invariants (property-tested):
+
+    * the returned shares sum exactly to ``amount`` (conservation);
+    * a share never has the opposite sign of ``amount`` and is zero for a zero weight;
+    * the result does not depend on the order of ``weights`` (permutation invariance);
+    * each share differs from the exact proportional value by less than one unit.
+
+    A negative amount (a credit) is split as its absolute value and negated, so a credit
+    is shared exactly like a charge of the same size.
+    """
+    if not weights:
+        raise ValueError("split_exact needs at least one weight")
+    for key, weight in weights.items():
+        if weight < 0:
+            raise ValueError(f"negative weight {weight} for {key!r}")
+    total = sum(weights.values())
+    if total == 0:
+        raise ValueError("split_exact needs a positive total weight")
+    sign = -1 if amount < 0 else 1
+    magnitude = abs(amount)
+    shares: dict[K, int] = {}
+    remainders: list[tuple[int, str, K]] = []
+    for key, weight in weights.items():
+        quotient, remainder = divmod(magnitude * weight, total)
+        shares[key] = quotient
+        if remainder:
+            remainders.append((remainder, repr(key), key))
+    left = magnitude - sum(shares.values())
+    # Largest remainder first; equal remainders in ascending key order.
+    remainders.sort(key=lambda item: (-item[0], item[1]))
+    for _, _, key in remainders[:left]:
+        shares[key] += 1
+    return {key: sign * share for key, share in shares.items()}
 
 
 def _ratio(units: int) -> Decimal:
@@ -60,8 +104,8 @@ def weight_units(weight: Decimal | int | str | None) -> int:
     The weight times 1e6, truncated toward zero: ``Decimal("30.1234567")`` -> 30,123,456, ``3`` ->
     3,000,000; ``None`` -> 0. Weights are relative: only their digits past the sixth decimal are
     lost. The unit keeps a scope's total within 64 bits, which the lazy core
-    (:mod:`gpucost.core.lazy_spread`) splits by: there a total is bounded by
-    ``lazy_allocation.MAX_TOTAL_WEIGHT`` micro-units. A weight below 1e-6 counts as zero (ignored).
+    (:mod:`gpucost.core.shared`) splits by: there a total is bounded by
+    ``gpucost.core.split.MAX_TOTAL_WEIGHT`` micro-units. A weight below 1e-6 counts as zero (ignored).
     A weight with more than 18 decimals (a binary float) raises ``ValueError``, as money does.
     """
     if weight is None:

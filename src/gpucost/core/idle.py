@@ -1,52 +1,42 @@
-"""Reservations, shared lines and shared workloads on lazy engines (narwhals): DuckDB relations,
-PySpark DataFrames.
+"""Step 3 of the allocation: idle GPU time, paid first by reservations, then spread by policy.
 
-The lazy versions of :func:`gpucost.core.allocation.claim_reserved_idle`,
-:func:`gpucost.core.allocation.spread_shared` and
-:func:`gpucost.core.allocation.split_shared_workloads`,
-built on the exact split of :mod:`gpucost.core.lazy_allocation` (money as ``<name>_whole`` /
-``<name>_frac`` Int64 pairs, largest remainder in 1e-18 units, ties by the row core's key order).
-Each returns the row core's rows with the same exact amounts.
-
-A list-valued input of the row core (``scope_keys``: scopes from narrow to wide) is a long frame
-here: one row per (``charge_id``, ``scope_rank``, ``scope_key``), rank 1 the narrowest, as
-:func:`gpucost.core.lazy_allocation.spread_idle` reads it.
-
-Share weights (an owner's placed cost, a declared weight, a read count) are money-typed here too
-(``weight_whole`` / ``weight_frac``) and count, as in the row core, in whole micro-units
-(:func:`gpucost.core.allocation.weight_units`: times 1e6, truncated toward zero); a split's total is
-bounded by :data:`gpucost.core.lazy_allocation.MAX_TOTAL_WEIGHT` micro-units, beyond which it fails
-clearly.
+:func:`claim_reserved_idle`: reserved-but-unused GPU time pays for idle first (within a
+reservation scope, each idle row's claimed part split over the holders by unused time).
+:func:`spread_idle`: the rest goes by the idle policy (``proportional`` to the workloads' GPU time
+in the idle row's narrowest active scope, ``even`` per owner, ``platform``, or ``visible``).
+:func:`spread_idle_with_reservations` is the two composed (int_gpu_idle_costs_spread). A scope
+list (narrow to wide) is a long frame: one row per (``charge_id``, ``scope_rank``, ``scope_key``),
+rank 1 the narrowest. Built on :func:`gpucost.core.split.split_lines`; rows sum exactly to each
+idle row.
 """
 
 from __future__ import annotations
 
 import narwhals as nw
 
-from gpucost.core import lazy_allocation
-from gpucost.core.allocation import WEIGHT_SCALE
-from gpucost.core.lazy_allocation import (
+from gpucost.core.money import MONEY_SCALE
+from gpucost.core.split import (
     BASE,
     FRACTION_LIMBS,
     LIMBS,
+    MAX_TOTAL_WEIGHT,
     MONEY,
     MONEY_COLUMNS,
     WeightBoundError,
-    _exact_div,
-    _limb,
-    _ratio_one,
-    _tie,
+    exact_div,
+    limb,
+    narrowest_scope,
+    repr_key,
     split_lines,
 )
-from gpucost.core.money import MONEY_SCALE
+
+IDLE_POLICIES = ("proportional", "even", "platform", "visible")
 
 _NO_SCOPE = "\x00no scope"
 """Join key standing for a null reservation scope (the row core keys its dicts by ``None``)."""
-
-_FRAC_PER_WEIGHT_UNIT = 10 ** (MONEY_SCALE - WEIGHT_SCALE)
 _FRAC_UNIT = 10**MONEY_SCALE
 
-MAX_SCOPE_IDLE_MS = lazy_allocation.MAX_TOTAL_WEIGHT
+MAX_SCOPE_IDLE_MS = MAX_TOTAL_WEIGHT
 """The largest idle time (ms) a reservation scope may have: the claimed part of an idle row is
 computed row by row (:func:`_scaled_half_up`), a long division whose every step ``carry x 1000 +
 digit x claimed`` stays below ``2,000 x`` the scope's idle, inside int64 up to this bound (the same
@@ -82,38 +72,6 @@ IDLE_SPREAD_COLUMNS = (
 """The columns of :func:`spread_idle_with_reservations` (arrow_io.IDLE_SPREAD_SCHEMA's)."""
 
 
-def weight_units(prefix: str = "weight") -> nw.Expr:
-    """A money-typed weight (``<prefix>_whole`` / ``_frac``) in whole micro-units, truncated toward
-    zero, as :func:`gpucost.core.allocation.weight_units`; a negative or null weight is 0 (ignored
-    like a
-    non-positive one). A whole part beyond the split bound is capped just past it, so the split
-    fails clearly instead of overflowing."""
-    whole = nw.col(f"{prefix}_whole")
-    frac = nw.col(f"{prefix}_frac")
-    cap = lazy_allocation.MAX_TOTAL_WEIGHT // 10**WEIGHT_SCALE + 1
-    capped = nw.max_horizontal(nw.min_horizontal(whole, nw.lit(cap, nw.Int64)), nw.lit(0, nw.Int64))
-    micro = capped * 10**WEIGHT_SCALE + _exact_div(
-        frac - frac % _FRAC_PER_WEIGHT_UNIT, _FRAC_PER_WEIGHT_UNIT
-    )
-    return (
-        nw.when(whole.is_null() | frac.is_null() | (whole < 0) | (frac < 0))
-        .then(nw.lit(0, nw.Int64))
-        .otherwise(micro)
-        .cast(nw.Int64)
-    )
-
-
-def _first_scope(scopes: nw.LazyFrame, active_scopes: nw.LazyFrame) -> nw.LazyFrame:
-    """Per ``charge_id``, its narrowest scope (lowest ``scope_rank``) among ``active_scopes``."""
-    return (
-        scopes.join(active_scopes, on="scope_key", how="inner")
-        .group_by("charge_id")
-        .agg(nw.col("scope_rank").min())
-        .join(scopes, on=["charge_id", "scope_rank"], how="inner")
-        .select("charge_id", "scope_key")
-    )
-
-
 def _normalized(whole: nw.Expr, frac: nw.Expr, name: str) -> list[nw.Expr]:
     """A (whole, frac) pair with ``|frac| < 1e18`` brought to one sign (a borrow of one unit)."""
     borrow = (
@@ -136,9 +94,9 @@ def _rest_is_zero(amount: str) -> nw.Expr:
     does not reach into the long division; Spark pushes filters down a plan by inlining)."""
     whole, frac = nw.col(f"{amount}_whole"), nw.col(f"{amount}_frac").abs()
     idle, gap = nw.col("_idle_total"), nw.col("_idle_total") - nw.col("_claimed")
-    half = _exact_div(idle - idle % 2, 2)
+    half = exact_div(idle - idle % 2, 2)
     # A (I - C) <= floor(I / 2)  <=>  A <= floor(floor(I / 2) / (I - C)), all below 2**53
-    largest = nw.when(gap > 0).then(_exact_div(half - half % gap, gap))
+    largest = nw.when(gap > 0).then(exact_div(half - half % gap, gap))
     return (gap == 0) | ((whole == 0) & (frac <= largest))
 
 
@@ -164,8 +122,8 @@ def _scaled_half_up(
 
     def digit(m: str, i: int) -> nw.Expr:
         if i >= FRACTION_LIMBS:
-            return _limb(nw.col(f"{m}_whole").abs(), i - FRACTION_LIMBS)
-        return _limb(nw.col(f"{m}_frac").abs(), i)
+            return limb(nw.col(f"{m}_whole").abs(), i - FRACTION_LIMBS)
+        return limb(nw.col(f"{m}_frac").abs(), i)
 
     frame = frame.with_columns(
         *(
@@ -191,22 +149,24 @@ def _scaled_half_up(
             step = nw.col(pre + "carry") * BASE + nw.col(f"{pre}d{i}") * num
             remainder = step % den
             exprs += [
-                (nw.col(acc) * BASE + _exact_div(step - remainder, den)).alias(acc),
+                (nw.col(acc) * BASE + exact_div(step - remainder, den)).alias(acc),
                 remainder.alias(pre + "carry"),
             ]
         frame = frame.with_columns(*exprs)
 
-    def signed(m: str, pre: str) -> list[nw.Expr]:
+    def rounded_half_up(m: str, pre: str) -> list[nw.Expr]:
         up = nw.when(nw.col(pre + "carry") * 2 >= den).then(1).otherwise(0)
         units = nw.col(pre + "f") + up
         frac = units % _FRAC_UNIT
-        whole = nw.col(pre + "w") + _exact_div(units - frac, _FRAC_UNIT)
+        whole = nw.col(pre + "w") + exact_div(units - frac, _FRAC_UNIT)
         return [
             (whole * nw.col(pre + "sign")).cast(nw.Int64).alias(f"{prefix}{m}_whole"),
             (frac * nw.col(pre + "sign")).cast(nw.Int64).alias(f"{prefix}{m}_frac"),
         ]
 
-    frame = frame.with_columns(*(expr for m, pre in pres.items() for expr in signed(m, pre)))
+    frame = frame.with_columns(
+        *(expr for m, pre in pres.items() for expr in rounded_half_up(m, pre))
+    )
     return frame.drop(
         *(f"{pre}{part}" for pre in pres.values() for part in ("sign", "carry", "w", "f")),
         *(f"{pre}d{i}" for pre in pres.values() for i in range(LIMBS)),
@@ -216,9 +176,7 @@ def _scaled_half_up(
 def claim_reserved_idle(
     idle_rows: nw.LazyFrame, claims: nw.LazyFrame
 ) -> tuple[nw.LazyFrame, nw.LazyFrame]:
-    """Lazy :func:`gpucost.core.allocation.claim_reserved_idle`: reserved-but-unused GPU time pays
-    for
-    idle first.
+    """Reserved-but-unused GPU time pays for idle first.
 
     ``idle_rows``: ``charge_id`` (unique), ``reservation_scope_key``, ``idle_gpu_ms`` and the three
     amounts as whole / frac pairs; other columns pass through to the remaining rows. ``claims``:
@@ -267,14 +225,13 @@ def claim_reserved_idle(
     )
     if biggest is not None and int(biggest) > MAX_SCOPE_IDLE_MS:
         raise WeightBoundError(
-            f"a reservation scope's idle time {biggest} ms exceeds the lazy core's exact bound"
-            f" {MAX_SCOPE_IDLE_MS} ms; "
-            "gpucost.core.allocation.claim_reserved_idle is exact at any size"
+            f"a reservation scope's idle time {biggest} ms exceeds the exact split's bound"
+            f" {MAX_SCOPE_IDLE_MS} ms"
         )
     holder_weights = (
         claimed.select("charge_id", "_scope", nw.col("reservation_scope_key").alias("scope_key"))
         .join(holders, on="_scope", how="inner")
-        .with_columns(_tie("reservation_id", "team_id", "project_id").alias("_tie"))
+        .with_columns(repr_key("reservation_id", "team_id", "project_id").alias("_tie"))
     )
     claimed = _scaled_half_up(claimed, "_claimed", "_idle_total", "_c_")
     reserved = split_lines(
@@ -323,10 +280,10 @@ def spread_idle_with_reservations(
     policy: str = "proportional",
 ) -> nw.LazyFrame:
     """int_gpu_idle_costs_spread's logic: :func:`claim_reserved_idle`, then
-    :func:`gpucost.core.lazy_allocation.spread_idle` of what remains; the rows of both with
+    :func:`spread_idle` of what remains; the rows of both with
     :data:`IDLE_SPREAD_COLUMNS` (a column one side lacks is null)."""
     reserved, remaining = claim_reserved_idle(idle_rows, claims)
-    spread = lazy_allocation.spread_idle(remaining, idle_scopes, weights, policy)
+    spread = spread_idle(remaining, idle_scopes, weights, policy)
 
     def aligned(frame: nw.LazyFrame) -> nw.LazyFrame:
         have = set(frame.collect_schema().names())
@@ -340,137 +297,105 @@ def spread_idle_with_reservations(
     return nw.concat([aligned(reserved), aligned(spread)], how="vertical")
 
 
-def spread_shared(lines: nw.LazyFrame, scopes: nw.LazyFrame, weights: nw.LazyFrame) -> nw.LazyFrame:
-    """Lazy :func:`gpucost.core.allocation.spread_shared`: shared lines to owners by their placed
-    cost.
+def spread_idle(
+    idle_rows: nw.LazyFrame,
+    idle_scopes: nw.LazyFrame,
+    weights: nw.LazyFrame,
+    policy: str = "proportional",
+) -> nw.LazyFrame:
+    """Spread idle rows by the idle policy (``proportional``, ``even``, ``platform``, ``visible``).
 
-    ``lines``: ``charge_id`` (unique), ``billed_cost_whole`` / ``_frac``, ``effective_cost_whole`` /
-    ``_frac``. ``scopes``: ``charge_id``, ``scope_rank`` (1 = narrowest), ``scope_key`` (the row
-    core's ``scope_keys``, one row each). ``weights``: ``scope_key``, ``recipient_id``,
-    ``weight_whole`` / ``weight_frac`` (counted in micro-units, :func:`weight_units`).
-
-    Each line goes to its narrowest scope with a positive weight, in proportion (ties by recipient);
-    a line without one is one row with the reason ``no_owner_cost_in_period``. Returns
-    ``charge_id``, ``recipient_id``, ``scope_key``, ``unallocated_reason`` and the three amounts
-    (``allocation_ratio`` sums to 1 per line).
+    ``idle_rows``: ``charge_id`` and the three amounts as whole / frac pairs (``allocation_ratio``
+    is the idle row's share of its line). ``idle_scopes``: ``charge_id``, ``scope_rank`` (1 =
+    narrowest), ``scope_key`` (the row core's ``scope_keys`` list, one row each). ``weights``:
+    ``scope_key``, ``workload_id``, ``recipient_group`` (set where ``workload_id`` is null: a group
+    of workloads paid as one row, ``recipient`` = ``owner``), ``owner_key``, ``weight``. Each idle
+    row goes to its first scope with a positive weight, in proportion (``even``: each owner of the
+    scope the same, then by weight between the owner's recipients); with none it stays visible
+    (``recipient`` = ``unowned``) with the reason ``no_active_workload_in_scope``. Returns
+    ``charge_id``, ``workload_id``, ``recipient_group``, ``recipient``, ``scope_key``,
+    ``idle_policy``, ``idle_reason`` and the amounts; rows sum exactly to each idle row.
     """
+    if policy not in IDLE_POLICIES:
+        raise ValueError(f"unknown idle policy {policy!r}; expected one of {IDLE_POLICIES}")
+    kept = idle_rows.select("charge_id", *MONEY_COLUMNS)
+
+    def whole_rows(frame: nw.LazyFrame, recipient: str, reason: str | None) -> nw.LazyFrame:
+        return frame.select(
+            "charge_id",
+            nw.lit(None, nw.String).alias("workload_id"),
+            nw.lit(None, nw.String).alias("recipient_group"),
+            nw.lit(recipient).alias("recipient"),
+            nw.lit(None, nw.String).alias("scope_key"),
+            nw.lit(policy).alias("idle_policy"),
+            nw.lit(reason, nw.String).alias("idle_reason"),
+            *MONEY_COLUMNS,
+        )
+
+    if policy in ("platform", "visible"):
+        return whole_rows(kept, "platform" if policy == "platform" else "unowned", None)
     active = (
-        weights.with_columns(weight_units().alias("weight"), nw.col("recipient_id").cast(nw.String))
+        weights.with_columns(
+            nw.col("weight").cast(nw.Int64),
+            nw.col("workload_id").cast(nw.String),
+            nw.col("recipient_group").cast(nw.String),
+        )
         .filter(nw.col("weight") > 0)
-        .group_by("scope_key", "recipient_id")
+        .group_by("scope_key", "owner_key", "workload_id", "recipient_group")
         .agg(nw.col("weight").sum().cast(nw.Int64))
+        .with_columns(
+            nw.coalesce(nw.col("workload_id"), nw.col("recipient_group")).alias("_recipient")
+        )
     )
-    chosen = _first_scope(scopes, active.select("scope_key").unique())
-    kept = _ratio_one(lines).select("charge_id", *MONEY_COLUMNS)
-    shares = chosen.join(active, on="scope_key", how="inner").with_columns(
-        _tie("recipient_id").alias("_tie")
+    chosen = narrowest_scope(idle_scopes, active.select("scope_key").unique())
+    idle_weights = chosen.join(active, on="scope_key", how="inner").with_columns(
+        repr_key("owner_key", "_recipient").alias("_tie")
     )
-    split = split_lines(kept, shares, line_key="charge_id", tie_key="_tie", money=MONEY).select(
+    if policy == "even":
+        spread = _split_even_by_owner(kept, idle_weights)
+    else:
+        spread = split_lines(kept, idle_weights, line_key="charge_id", tie_key="_tie", money=MONEY)
+    spread = spread.select(
         "charge_id",
-        "recipient_id",
-        nw.col("scope_key").cast(nw.String),
-        nw.lit(None, nw.String).alias("unallocated_reason"),
+        "workload_id",
+        nw.when(nw.col("workload_id").is_null())
+        .then(nw.col("recipient_group"))
+        .otherwise(nw.lit(None, nw.String))
+        .alias("recipient_group"),
+        nw.when(nw.col("workload_id").is_null())
+        .then(nw.lit("owner"))
+        .otherwise(nw.lit("workload"))
+        .alias("recipient"),
+        "scope_key",
+        nw.lit(policy).alias("idle_policy"),
+        nw.lit(None, nw.String).alias("idle_reason"),
         *MONEY_COLUMNS,
     )
-    unowned = kept.join(chosen, on="charge_id", how="anti").select(
-        "charge_id",
-        nw.lit(None, nw.String).alias("recipient_id"),
-        nw.lit(None, nw.String).alias("scope_key"),
-        nw.lit("no_owner_cost_in_period").alias("unallocated_reason"),
-        *MONEY_COLUMNS,
+    stranded = kept.join(chosen, on="charge_id", how="anti")
+    return nw.concat(
+        [spread, whole_rows(stranded, "unowned", "no_active_workload_in_scope")], how="vertical"
     )
-    return nw.concat([split, unowned], how="vertical")
 
 
-SHARED_WORKLOAD_METHOD = "shared_workload"
-
-
-def split_shared_workloads(rows: nw.LazyFrame, shares: nw.LazyFrame) -> nw.LazyFrame:
-    """Lazy :func:`gpucost.core.allocation.split_shared_workloads`: every allocation row of a shared
-    workload becomes one row per consumer (team_id, project_id), by share weight.
-
-    ``rows``: allocation rows with ``workload_id``, ``allocation_kind``, ``unallocated_reason`` and
-    the three amounts as whole / frac pairs; every other column passes through (``team_id``,
-    ``project_id``, ``attribution_*`` are replaced). ``shares``: ``workload_id``, ``team_id``,
-    ``project_id``, ``share_id``, ``weight_whole`` / ``weight_frac`` (micro-units,
-    :func:`weight_units`; a consumer listed twice is one, with the summed weight and the smallest
-    share_id; shares without a workload_id are ignored). Rows of other workloads are not returned;
-    a shared workload without a consumer weighing 1e-6 or more raises ``ValueError``, as in the row
-    core.
-    """
-    shares = shares.filter(~nw.col("workload_id").is_null())
-    consumers = (
-        shares.with_columns(
-            weight_units().alias("weight"),
-            *(nw.col(c).cast(nw.String) for c in ("workload_id", "team_id", "project_id")),
-            nw.col("share_id").cast(nw.String),
-        )
-        .filter(nw.col("weight") > 0)
-        .group_by("workload_id", "team_id", "project_id")
-        .agg(nw.col("weight").sum().cast(nw.Int64), nw.col("share_id").min())
+def _split_even_by_owner(kept: nw.LazyFrame, idle_weights: nw.LazyFrame) -> nw.LazyFrame:
+    """The ``even`` idle policy: each idle row split equally between the owners active in its
+    scope (ties by owner key), then each owner's part by weight between its recipients."""
+    owners = idle_weights.select("charge_id", "owner_key").unique()
+    halves = split_lines(
+        kept,
+        owners.with_columns(
+            nw.lit(1, nw.Int64).alias("weight"),
+            nw.concat_str([nw.lit("'"), nw.col("owner_key"), nw.lit("'")]).alias("_owner_tie"),
+        ),
+        line_key="charge_id",
+        tie_key="_owner_tie",
+        money=MONEY,
     )
-    weightless = (
-        shares.select(nw.col("workload_id").cast(nw.String))
-        .unique()
-        .join(consumers.select("workload_id").unique(), on="workload_id", how="anti")
-        .collect(backend="pyarrow")
-        .to_native()
-        .column("workload_id")
-        .to_pylist()
-    )
-    if weightless:
-        raise ValueError(
-            f"shared workloads without a consumer weighing 1e-6 or more: {sorted(weightless)}"
-        )
-    columns = rows.collect_schema().names()
-    shared = rows.with_columns(nw.col("workload_id").cast(nw.String)).join(
-        consumers.select("workload_id").unique(), on="workload_id", how="semi"
-    )
-    # a key per row: its workload and its place among the workload's rows (identical rows split
-    # identically, so their order does not matter)
-    others = [c for c in columns if c != "workload_id"]
-    shared = shared.with_columns(
-        nw.concat_str(
-            [
-                nw.col("workload_id"),
-                nw.lit("#"),
-                nw.col("workload_id")
-                .cum_count()
-                .over("workload_id", order_by=others)
-                .cast(nw.String),
-            ]
-        ).alias("_row")
-    )
-    replaced = {"team_id", "project_id", "attribution_rule_id", *MONEY_COLUMNS}
-    weights = (
-        shared.drop(*(c for c in columns if c in replaced))
-        .join(consumers, on="workload_id", how="inner")
-        .with_columns(_tie("team_id", "project_id").alias("_tie"))
-    )
-    split = split_lines(
-        shared.select("_row", *MONEY_COLUMNS),
-        weights,
-        line_key="_row",
+    owner_line = nw.concat_str([nw.col("charge_id"), nw.col("owner_key")], separator="\x1f")
+    return split_lines(
+        halves.select(owner_line.alias("_owner_line"), *MONEY_COLUMNS),
+        idle_weights.with_columns(owner_line.alias("_owner_line")),
+        line_key="_owner_line",
         tie_key="_tie",
         money=MONEY,
     )
-    reason = nw.col("unallocated_reason").cast(nw.String).fill_null("")
-    kind = nw.col("allocation_kind").cast(nw.String)
-    set_columns = {
-        "team_id": nw.col("team_id"),
-        "project_id": nw.col("project_id"),
-        "allocation_kind": nw.when(kind == "unallocated")
-        .then(
-            nw.when(reason.str.starts_with("gpu_idle_share_of_"))
-            .then(nw.lit("idle"))
-            .otherwise(nw.lit("usage"))
-        )
-        .otherwise(kind),
-        "attribution_method": nw.lit(SHARED_WORKLOAD_METHOD),
-        "attribution_rule_id": nw.col("share_id"),
-        "attribution_confidence": nw.lit(1.0, nw.Float64),
-        "unallocated_reason": nw.lit(None, nw.String),
-    }
-    out = [set_columns[c].alias(c) if c in set_columns else nw.col(c) for c in columns]
-    out += [expr.alias(c) for c, expr in set_columns.items() if c not in columns]
-    return split.select(*out)

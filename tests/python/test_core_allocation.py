@@ -1,10 +1,12 @@
-"""The lazy (narwhals) allocation core on DuckDB and on local PySpark: identical to the row core.
+"""The production allocation core (gpucost.core: gpu_time, idle, storage, node_parts) on DuckDB
+and on local PySpark, compared exactly (Decimal money, same rows, same tie-breaks) with the
+reference row core (tests/python/reference), whose golden fixtures and hypothesis properties are
+in test_allocation.py, test_storage.py and test_node_parts.py.
 
-Every check runs on both engines; on PySpark fewer plans: the row-core comparison of the allocation
-bases for max only (all three on DuckDB), with the golden hour and the line without telemetry in it. Results are compared exactly (Decimal money) with gpucost.core.allocation and
-gpucost.core.storage, which the golden fixtures and property tests in test_allocation.py / test_storage.py
-pin down.
-Set GPUCOST_REQUIRE_SPARK=1 (scripts/test.sh does) to fail rather than skip without pyspark.
+Seeded fleets that reach every branch (pool bases, complexity weighting, utilised cost, every idle
+policy, credits, 18-decimal amounts, lines without telemetry); on PySpark fewer plans (a PySpark
+plan costs 10-20 s of building over py4j whatever the data). Set GPUCOST_REQUIRE_SPARK=1
+(scripts/test.sh does) to fail rather than skip without pyspark.
 """
 
 from __future__ import annotations
@@ -13,43 +15,24 @@ import random
 from collections import defaultdict
 from decimal import Decimal
 
+import duckdb
 import narwhals as nw
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from gpucost.core import allocation, lazy_allocation, storage
-from gpucost.core.lazy_allocation import money_columns, money_value
+from gpucost.core import gpu_time, idle, node_parts, storage
+from gpucost.core.split import MAX_TOTAL_WEIGHT, MONEY, WeightBoundError, money_columns, money_value
+from tests.python.core_frames import SCOPE_SCHEMA, collect, rows, table
+from tests.python.reference import allocation as reference
+from tests.python.reference import node_parts as reference_parts
+from tests.python.reference import storage as reference_storage
+from tests.python.test_allocation import node_lines_and_usages
 
 D = Decimal
 
 pytestmark = pytest.mark.xdist_group("spark")
-
-
-def _money_table(rows: list[dict], money: tuple[str, ...], schema: dict[str, pa.DataType]):
-    columns: dict[str, list] = {name: [] for name in schema}
-    for name in money:
-        columns[f"{name}_whole"] = []
-        columns[f"{name}_frac"] = []
-    for row in rows:
-        for name in schema:
-            columns[name].append(row.get(name))
-        for name in money:
-            whole, frac = money_columns(row[name])
-            columns[f"{name}_whole"].append(whole)
-            columns[f"{name}_frac"].append(frac)
-    fields = [(n, t) for n, t in schema.items()]
-    fields += [(f"{n}_{p}", pa.int64()) for n in money for p in ("whole", "frac")]
-    return pa.table(columns, schema=pa.schema(fields))
-
-
-def _collect(frame: nw.LazyFrame, money: tuple[str, ...]) -> list[dict]:
-    rows = frame.collect(backend="pyarrow").to_native().to_pylist()
-    out = []
-    for row in rows:
-        for name in money:
-            row[name] = money_value(row.pop(f"{name}_whole"), row.pop(f"{name}_frac"))
-        out.append(row)
-    return out
 
 
 LINE_SCHEMA = {
@@ -78,12 +61,12 @@ PRORATE_FIELDS = (
     "allocation_ratio",
     "utilised_cost",
 )
-PRORATE_MONEY = (*lazy_allocation.MONEY, "utilised_cost")
+PRORATE_MONEY = (*MONEY, "utilised_cost")
 
 
-def _lazy_prorate(engine, lines, usages, basis):
-    """The lazy prorate of row-core inputs: a line's ``allocation_ratio`` (when any line has one)
-    and a usage's ``complexity_weight`` (Decimal) cross as the lazy core's columns."""
+def _prorate(engine, lines, usages, basis):
+    """The core's prorate of reference inputs: a line's ``allocation_ratio`` (when any line has one)
+    and a usage's ``complexity_weight`` (Decimal) cross as the core's columns."""
     money: tuple[str, ...] = ("billed_cost", "effective_cost")
     if any("allocation_ratio" in line for line in lines):
         money += ("allocation_ratio",)
@@ -97,10 +80,10 @@ def _lazy_prorate(engine, lines, usages, basis):
         }
         for u in usages
     ]
-    lines_frame = engine(_money_table(lines, money, LINE_SCHEMA))
-    usages_frame = engine(_money_table(usages, (), USAGE_SCHEMA))
-    result = lazy_allocation.prorate_node_lines(lines_frame, usages_frame, basis)
-    return _collect(result, PRORATE_MONEY)
+    lines_frame = engine(table(lines, LINE_SCHEMA, money))
+    usages_frame = engine(table(usages, USAGE_SCHEMA, ()))
+    result = gpu_time.prorate_node_lines(lines_frame, usages_frame, basis)
+    return collect(result, PRORATE_MONEY)
 
 
 def _key(row):
@@ -108,7 +91,7 @@ def _key(row):
 
 
 def _expected_prorate(lines, usages, basis):
-    rows = allocation.prorate_node_lines(lines, usages, basis)
+    rows = reference.prorate_node_lines(lines, usages, basis)
     return sorted(({f: r[f] for f in PRORATE_FIELDS} for r in rows), key=_key)
 
 
@@ -152,12 +135,12 @@ def _assert_no_telemetry(rows: list[dict]) -> None:
 # These two run on DuckDB here and on PySpark inside test_prorate_equals_row_core (one plan, not three).
 @pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
 def test_prorate_golden_node_hour(engine):
-    _assert_golden(_lazy_prorate(engine, [GOLDEN_LINE], GOLDEN_USAGES, "requested"))
+    _assert_golden(_prorate(engine, [GOLDEN_LINE], GOLDEN_USAGES, "requested"))
 
 
 @pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
 def test_prorate_line_without_telemetry_is_one_unallocated_row(engine):
-    _assert_no_telemetry(_lazy_prorate(engine, [NO_TELEMETRY_LINE], [], "requested"))
+    _assert_no_telemetry(_prorate(engine, [NO_TELEMETRY_LINE], [], "requested"))
 
 
 def _random_fleet(seed: int):
@@ -198,21 +181,21 @@ def _random_fleet(seed: int):
     return lines, usages
 
 
-# Every basis on DuckDB; on PySpark the max basis only (it reads both requested and used time), with
-# the golden hour and the line without telemetry in the same fleet: a PySpark test costs 15-20 s of
-# plan building over py4j whatever the data (CI time, docs/spark.md).
+# Every basis on DuckDB. On PySpark the proration runs in test_split_at_the_exact_bound_equals_reference
+# (requested basis, utilised cost) and the compute parts' idle in test_spread_idle_equals_reference:
+# this fleet's plan (complexity weighting: two more splits) took 66 s there at load 5, 512 s at 20.
 @pytest.mark.parametrize(
     ("engine", "basis"),
-    [("duckdb", "requested"), ("duckdb", "used"), ("duckdb", "max"), ("pyspark", "max")],
+    [("duckdb", "requested"), ("duckdb", "used"), ("duckdb", "max")],
     indirect=["engine"],
 )
 @pytest.mark.parametrize("seed", [1])
-def test_prorate_equals_row_core(engine, seed, basis):
+def test_prorate_equals_reference(engine, seed, basis):
     lines, usages = _random_fleet(seed)
     lines += [GOLDEN_LINE, NO_TELEMETRY_LINE]
     usages += GOLDEN_USAGES
     got = sorted(
-        ({f: r[f] for f in PRORATE_FIELDS} for r in _lazy_prorate(engine, lines, usages, basis)),
+        ({f: r[f] for f in PRORATE_FIELDS} for r in _prorate(engine, lines, usages, basis)),
         key=_key,
     )
     assert got == _expected_prorate(lines, usages, basis)
@@ -232,8 +215,31 @@ def test_prorate_equals_row_core(engine, seed, basis):
     assert any(0 < r["utilised_cost"] < r["billed_cost"] for r in got)
 
 
+CAP = D("9e18")  # the core's amounts stay below 2**63 whole units
+
+
+@settings(max_examples=5, deadline=None)  # a DuckDB plan per example: 3-27 s each (load)
+@given(node_lines_and_usages(), st.sampled_from(["requested", "used", "max"]))
+def test_prorate_equals_reference_for_any_lines(data, basis):
+    """Hypothesis: any lines (credits, 18 decimals, up to 9e18) and usages, the same rows as the
+    reference to the 1e-18 unit, on DuckDB."""
+    lines, usages = data
+    lines = [
+        line | {m: max(min(line[m], CAP), -CAP) for m in ("billed_cost", "effective_cost")}
+        for line in lines
+    ]
+    con = duckdb.connect()
+    got = sorted(
+        (
+            {f: r[f] for f in PRORATE_FIELDS}
+            for r in _prorate(lambda t: nw.from_native(con.from_arrow(t)), lines, usages, basis)
+        ),
+        key=_key,
+    )
+    assert got == _expected_prorate(lines, usages, basis)
+
+
 IDLE_SCHEMA = {"charge_id": pa.string()}
-SCOPE_SCHEMA = {"charge_id": pa.string(), "scope_rank": pa.int64(), "scope_key": pa.string()}
 WEIGHT_SCHEMA = {
     "scope_key": pa.string(),
     "workload_id": pa.string(),
@@ -255,19 +261,19 @@ IDLE_FIELDS = (
 )
 
 
-def _lazy_idle(engine, idle_rows, weights, policy):
+def _spread_idle(engine, idle_rows, weights, policy):
     scopes = [
         {"charge_id": row["charge_id"], "scope_rank": rank, "scope_key": key}
         for row in idle_rows
         for rank, key in enumerate(row["scope_keys"], start=1)
     ]
-    result = lazy_allocation.spread_idle(
-        engine(_money_table(idle_rows, lazy_allocation.MONEY, IDLE_SCHEMA)),
-        engine(_money_table(scopes, (), SCOPE_SCHEMA)),
-        engine(_money_table(weights, (), WEIGHT_SCHEMA)),
+    result = idle.spread_idle(
+        engine(table(idle_rows, IDLE_SCHEMA, MONEY)),
+        engine(table(scopes, SCOPE_SCHEMA, ())),
+        engine(table(weights, WEIGHT_SCHEMA, ())),
         policy,
     )
-    return _collect(result, lazy_allocation.MONEY)
+    return collect(result, MONEY)
 
 
 def _idle_key(row):
@@ -325,25 +331,36 @@ def _random_idle(seed: int):
     return idle_rows, weights
 
 
-@pytest.mark.parametrize("policy", ["proportional", "even", "platform", "visible"])
+# every policy on DuckDB; on PySpark the even policy only (two stacked splits, the heaviest plan)
+@pytest.mark.parametrize(
+    ("engine", "policy"),
+    [
+        ("duckdb", "proportional"),
+        ("duckdb", "even"),
+        ("duckdb", "platform"),
+        ("duckdb", "visible"),
+        ("pyspark", "even"),
+    ],
+    indirect=["engine"],
+)
 @pytest.mark.parametrize("seed", [3])
-def test_spread_idle_equals_row_core(engine, seed, policy):
+def test_spread_idle_equals_reference(engine, seed, policy):
     idle_rows, weights = _random_idle(seed)
     got = sorted(
-        ({f: r[f] for f in IDLE_FIELDS} for r in _lazy_idle(engine, idle_rows, weights, policy)),
+        ({f: r[f] for f in IDLE_FIELDS} for r in _spread_idle(engine, idle_rows, weights, policy)),
         key=_idle_key,
     )
     expected = sorted(
-        (
-            {f: r[f] for f in IDLE_FIELDS}
-            for r in allocation.spread_idle(idle_rows, weights, policy)
-        ),
+        ({f: r[f] for f in IDLE_FIELDS} for r in reference.spread_idle(idle_rows, weights, policy)),
         key=_idle_key,
     )
     assert got == expected
     spreads = policy in ("proportional", "even")
     assert any(r["idle_reason"] == "no_active_workload_in_scope" for r in got) == spreads
     assert any(r["recipient"] == "owner" for r in got) == spreads
+
+
+# --- the exact split at and beyond its bound --------------------------------------------------
 
 
 def test_money_columns_round_trip_and_refuse_inexact():
@@ -353,11 +370,11 @@ def test_money_columns_round_trip_and_refuse_inexact():
         money_columns(D("0.0000000000000000001"))
 
 
-def test_split_at_the_exact_bound_equals_row_core(engine):
+def test_split_at_the_exact_bound_equals_reference(engine):
     """Weights summing to MAX_TOTAL_WEIGHT and amounts near the 64-bit limit: every long-division
     step is then near 2**63 and the engines' double-precision divisions are at their least
-    precise; the shares must still equal the row core's to the 1e-18 unit."""
-    top = lazy_allocation.MAX_TOTAL_WEIGHT
+    precise; the shares must still equal the reference's to the 1e-18 unit."""
+    top = MAX_TOTAL_WEIGHT
     lines = [
         {
             "charge_id": f"edge{i}",
@@ -381,16 +398,14 @@ def test_split_at_the_exact_bound_equals_row_core(engine):
                 }
             )
     got = sorted(
-        (
-            {f: r[f] for f in PRORATE_FIELDS}
-            for r in _lazy_prorate(engine, lines, usages, "requested")
-        ),
+        ({f: r[f] for f in PRORATE_FIELDS} for r in _prorate(engine, lines, usages, "requested")),
         key=_key,
     )
     assert got == _expected_prorate(lines, usages, "requested")
     assert any(r["allocation_kind"] == "idle" for r in got)  # edge0: two milliseconds idle
 
 
+@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
 def test_split_beyond_the_exact_bound_fails_clearly(engine):
     line = {
         "charge_id": "big",
@@ -401,11 +416,11 @@ def test_split_beyond_the_exact_bound_fails_clearly(engine):
     usage = {
         "charge_id": "big",
         "workload_id": "w",
-        "requested_gpu_ms": lazy_allocation.MAX_TOTAL_WEIGHT + 1,
+        "requested_gpu_ms": MAX_TOTAL_WEIGHT + 1,
         "used_gpu_ms": 0,
     }
-    with pytest.raises(ValueError, match="exceeds"):
-        _lazy_prorate(engine, [line], [usage], "requested")
+    with pytest.raises(WeightBoundError, match="exceeds"):
+        _prorate(engine, [line], [usage], "requested")
 
 
 VOLUME_LINE_SCHEMA = {
@@ -457,7 +472,8 @@ def random_volume_fleet(seed: int, count: int) -> tuple[list[dict], list[dict]]:
     return lines, mounts
 
 
-def test_volume_lines_equal_row_core(engine):
+@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)  # PySpark: test_engine_io
+def test_volume_lines_equal_reference(engine):
     # golden: 9.00 held 2 h by a and 1 h by b; a disk whose claim no pod held
     lines = [
         {"charge_id": "g1", "billed_cost": D("9"), "effective_cost": D("9")},
@@ -471,16 +487,19 @@ def test_volume_lines_equal_row_core(engine):
     lines += more_lines
     mounts += more_mounts
     money = ("billed_cost", "effective_cost")
-    result = lazy_allocation.allocate_volume_lines(
-        engine(_money_table(lines, money, VOLUME_LINE_SCHEMA)),
-        engine(_money_table(mounts, (), MOUNT_SCHEMA)),
+    result = storage.allocate_volume_lines(
+        engine(table(lines, VOLUME_LINE_SCHEMA, money)),
+        engine(table(mounts, MOUNT_SCHEMA, ())),
     )
     got = sorted(
-        ({f: r[f] for f in VOLUME_FIELDS} for r in _collect(result, lazy_allocation.MONEY)),
+        ({f: r[f] for f in VOLUME_FIELDS} for r in collect(result, MONEY)),
         key=_key,
     )
     expected = sorted(
-        ({f: r[f] for f in VOLUME_FIELDS} for r in storage.allocate_volume_lines(lines, mounts)),
+        (
+            {f: r[f] for f in VOLUME_FIELDS}
+            for r in reference_storage.allocate_volume_lines(lines, mounts)
+        ),
         key=_key,
     )
     assert got == expected
@@ -489,3 +508,126 @@ def test_volume_lines_equal_row_core(engine):
     assert golden["g1", "b"]["billed_cost"] == D(3)
     assert golden["g1", "a"]["allocation_ratio"] + golden["g1", "b"]["allocation_ratio"] == D(1)
     assert golden["g2", None]["unallocated_reason"] == "volume_without_pod: ns/c"
+
+
+# --- node parts ---------------------------------------------------------------------------------
+
+PARTS_LINE_SCHEMA = {"charge_id": pa.string(), "capacity_gpu_ms": pa.int64(), "node": pa.string()}
+PARTS_WEIGHT_SCHEMA = {
+    "charge_id": pa.string(),
+    "resource_part": pa.string(),
+    "part_weight": pa.int64(),
+    "capacity_units": pa.int64(),
+}
+PARTS_PART_SCHEMA = PARTS_WEIGHT_SCHEMA
+PARTS_USAGE_SCHEMA = {
+    "charge_id": pa.string(),
+    "resource_part": pa.string(),
+    "workload_id": pa.string(),
+    "requested_units": pa.int64(),
+}
+PARTS_OWNER_SCHEMA = {"workload_id": pa.string(), "owner_key": pa.string()}
+
+
+def _parts_fleet(seed: int):
+    rng = random.Random(seed)
+    lines, weights, usages = [], [], []
+    for i in range(12):
+        billed = D(rng.randrange(-(10**5), 10**8)) / 1000 + D(rng.randrange(10**12)) / D(10**18)
+        charge = f"n{i:02d}"
+        lines.append(
+            {
+                "charge_id": charge,
+                "billed_cost": billed,
+                "effective_cost": (billed * D("0.87")).quantize(D("1e-18")),
+                "capacity_gpu_ms": rng.choice([0, 8 * 3_600_000]),
+                "node": f"node-{i % 3}",
+            }
+        )
+        # some lines have no weights (whole GPU part), some only CPU / memory, some all three
+        for part in rng.choice([(), ("gpu", "cpu", "memory"), ("cpu", "memory"), ("gpu", "cpu")]):
+            weights.append(
+                {
+                    "charge_id": charge,
+                    "resource_part": part,
+                    "part_weight": rng.choice([0, 1, rng.randrange(1, 10**8)]),
+                    "capacity_units": rng.choice([0, 96 * 3_600_000, 7]),
+                }
+            )
+            for _ in range(rng.choice([0, 1, 3])):
+                usages.append(
+                    {
+                        "charge_id": charge,
+                        "resource_part": part,
+                        "workload_id": f"w{rng.randrange(6)}",
+                        "requested_units": rng.choice([None, 0, 5, rng.randrange(200 * 3_600_000)]),
+                    }
+                )
+    owners = [{"workload_id": f"w{w}", "owner_key": ["nlp|llm", "cv|det"][w % 2]} for w in range(5)]
+    return lines, weights, usages, owners
+
+
+PART_FIELDS = ("charge_id", "resource_part", "part_weight", "capacity_units", *MONEY)
+
+
+def _split_parts(engine, lines, weights):
+    return node_parts.split_line_parts(
+        engine(table(lines, PARTS_LINE_SCHEMA, ("billed_cost", "effective_cost"))),
+        engine(table(weights, PARTS_WEIGHT_SCHEMA, ())),
+    )
+
+
+def test_parts_and_gpu_cut_equal_reference(engine):
+    lines, weights, _, _ = _parts_fleet(11)
+    parts = _split_parts(engine, lines, weights)
+    expected_parts = reference_parts.split_line_parts(lines, weights)
+    assert rows(collect(parts, MONEY), PART_FIELDS) == rows(expected_parts, PART_FIELDS)
+    assert {p["resource_part"] for p in expected_parts} == {"gpu", "cpu", "memory"}
+    line_frame = engine(table(lines, PARTS_LINE_SCHEMA, ("billed_cost", "effective_cost")))
+    cut = node_parts.gpu_part_lines(line_frame, parts)
+    fields = ("charge_id", "capacity_gpu_ms", "node", *MONEY)
+    expected_cut = reference_parts.gpu_part_lines(lines, expected_parts)
+    assert rows(collect(cut, MONEY), fields) == rows(expected_cut, fields)
+    assert len(expected_cut) < len(lines)  # a line of CPU and memory only has no GPU part
+
+
+COMPUTE_FIELDS = (
+    "charge_id",
+    "resource_part",
+    "workload_id",
+    "allocation_kind",
+    "recipient",
+    "allocation_basis",
+    "basis_units",
+    "unallocated_reason",
+    *MONEY,
+)
+
+
+@pytest.mark.parametrize(
+    ("engine", "policy"),
+    [
+        ("duckdb", "proportional"),
+        ("duckdb", "even"),
+        ("duckdb", "platform"),
+        ("duckdb", "visible"),
+    ],
+    indirect=["engine"],
+)
+def test_compute_parts_equal_reference(engine, policy):
+    lines, weights, usages, owners = _parts_fleet(12)
+    expected_parts = reference_parts.split_line_parts(lines, weights)
+    parts = engine(table(expected_parts, PARTS_PART_SCHEMA, MONEY))
+    got = node_parts.prorate_compute_parts(
+        parts,
+        engine(table(usages, PARTS_USAGE_SCHEMA, ())),
+        engine(table(owners, PARTS_OWNER_SCHEMA, ())),
+        policy,
+    )
+    owner_map = {o["workload_id"]: o["owner_key"] for o in owners}
+    expected = reference_parts.prorate_compute_parts(expected_parts, usages, owner_map, policy)
+    assert rows(collect(got, MONEY), COMPUTE_FIELDS) == rows(expected, COMPUTE_FIELDS)
+    kinds = {(r["allocation_kind"], r["recipient"]) for r in expected}
+    assert ("usage", None) in kinds and ("unallocated", None) in kinds
+    if policy in ("proportional", "even"):
+        assert ("idle", "workload") in kinds and ("idle", "unowned") in kinds

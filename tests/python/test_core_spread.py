@@ -1,11 +1,12 @@
-"""The lazy (narwhals) reservations, shared-line and shared-workload cores (gpucost.core.lazy_spread) on
-DuckDB and on local PySpark: identical to the row cores of gpucost.core.allocation.
+"""Reservations, shared lines and shared workloads of the production core (gpucost.core.idle,
+gpucost.core.shared) on DuckDB and on local PySpark, compared exactly with the reference row core
+(tests/python/reference; its golden fixtures: test_allocation.py, test_reservations.py).
 
 Each core runs one hand-made set of edge cases together with a seeded random case, compared exactly
-(Decimal money, same rows, same tie-breaks) with the row core, on both engines; the composition the
-idle model runs, the bound and the error cases on DuckDB only (a PySpark plan costs 10-20 s of plan
-building over py4j whatever the data). Set GPUCOST_REQUIRE_SPARK=1 (scripts/test.sh does) to fail
-rather than skip without pyspark.
+(Decimal money, same rows, same tie-breaks), on both engines; the composition the idle model runs,
+the bound and the error cases on DuckDB only (a PySpark plan costs 10-20 s of plan building over
+py4j whatever the data). Set GPUCOST_REQUIRE_SPARK=1 (scripts/test.sh does) to fail rather than
+skip without pyspark.
 """
 
 from __future__ import annotations
@@ -17,45 +18,15 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from gpucost.core import allocation, lazy_allocation, lazy_spread
-from gpucost.core.lazy_allocation import MONEY, money_columns
-from gpucost.engines import lazy_io
-from tests.python.test_lazy_allocation import _collect
+from gpucost.core import idle, shared, split
+from gpucost.core.split import MONEY
+from tests.python.core_frames import SCOPE_SCHEMA, collect, scope_rows, table
+from tests.python.core_frames import rows as canonical
+from tests.python.reference import allocation as reference
 
 D = Decimal
 
 pytestmark = pytest.mark.xdist_group("spark")
-
-
-def _table(rows: list[dict], schema: dict[str, pa.DataType], money: tuple[str, ...] = ()):
-    """A pyarrow table of ``rows``: ``schema``'s columns, then each money column as its whole /
-    frac pair (a null amount as two nulls)."""
-    columns: dict[str, list] = {name: [row.get(name) for row in rows] for name in schema}
-    fields = list(schema.items())
-    for name in money:
-        pairs = [(None, None) if row[name] is None else money_columns(row[name]) for row in rows]
-        columns[f"{name}_whole"] = [whole for whole, _ in pairs]
-        columns[f"{name}_frac"] = [frac for _, frac in pairs]
-        fields += [(f"{name}_whole", pa.int64()), (f"{name}_frac", pa.int64())]
-    return pa.table(columns, schema=pa.schema(fields))
-
-
-def _scope_rows(lines: list[dict], key: str = "scope_keys") -> list[dict]:
-    """The long frame of a list column: (charge_id, scope_rank, scope_key), rank 1 first."""
-    return [
-        {"charge_id": line["charge_id"], "scope_rank": rank, "scope_key": scope}
-        for line in lines
-        for rank, scope in enumerate(line[key] or (), start=1)
-    ]
-
-
-SCOPE_SCHEMA = {"charge_id": pa.string(), "scope_rank": pa.int64(), "scope_key": pa.string()}
-
-
-def _rows(rows, fields):
-    return sorted(
-        ({f: r.get(f) for f in fields} for r in rows), key=lambda r: repr(list(r.values()))
-    )
 
 
 def _amount(rng: random.Random, scale: int = 10**8) -> Decimal:
@@ -205,25 +176,25 @@ def _random_claims(seed: int):
     return idle_rows, claims
 
 
-def _lazy_claim(engine, idle_rows, claims):
-    reserved, remaining = lazy_spread.claim_reserved_idle(
-        engine(_table(idle_rows, IDLE_ROW_SCHEMA, MONEY)), engine(_table(claims, CLAIM_SCHEMA))
+def _claim_on(engine, idle_rows, claims):
+    reserved, remaining = idle.claim_reserved_idle(
+        engine(table(idle_rows, IDLE_ROW_SCHEMA, MONEY)), engine(table(claims, CLAIM_SCHEMA))
     )
     assert remaining.collect_schema().names() == [
         *IDLE_ROW_SCHEMA,
-        *lazy_allocation.MONEY_COLUMNS,
+        *split.MONEY_COLUMNS,
     ]
-    return _collect(reserved, MONEY), _collect(remaining, MONEY)
+    return collect(reserved, MONEY), collect(remaining, MONEY)
 
 
-def test_claim_reserved_idle_equals_row_core(engine):
+def test_claim_reserved_idle_equals_reference(engine):
     edges, edge_claims = _claim_edges()
     rand, rand_claims = _random_claims(17)
     idle_rows, claims = edges + rand, edge_claims + rand_claims
-    reserved, remaining = _lazy_claim(engine, idle_rows, claims)
-    want_reserved, want_remaining = allocation.claim_reserved_idle(idle_rows, claims)
-    assert _rows(reserved, RESERVED_FIELDS) == _rows(want_reserved, RESERVED_FIELDS)
-    assert _rows(remaining, REMAINING_FIELDS) == _rows(want_remaining, REMAINING_FIELDS)
+    reserved, remaining = _claim_on(engine, idle_rows, claims)
+    want_reserved, want_remaining = reference.claim_reserved_idle(idle_rows, claims)
+    assert canonical(reserved, RESERVED_FIELDS) == canonical(want_reserved, RESERVED_FIELDS)
+    assert canonical(remaining, REMAINING_FIELDS) == canonical(want_remaining, REMAINING_FIELDS)
     # the edges behave as worked out
     paid = defaultdict(list)
     for row in reserved:
@@ -253,15 +224,15 @@ IDLE_WEIGHT_SCHEMA = {
 }
 # the model's columns (checked below), money compared as Decimal
 IDLE_SPREAD_FIELDS = (
-    *(c for c in lazy_spread.IDLE_SPREAD_COLUMNS if c not in lazy_allocation.MONEY_COLUMNS),
+    *(c for c in idle.IDLE_SPREAD_COLUMNS if c not in split.MONEY_COLUMNS),
     *MONEY,
 )
 
 
-# The model's composition (claim, then lazy_allocation.spread_idle, tested on PySpark there).
+# The model's composition (claim, then idle.spread_idle, tested on PySpark in test_core_allocation).
 @pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
 @pytest.mark.parametrize("policy", ["proportional", "even", "visible"])
-def test_spread_idle_with_reservations_equals_row_core(engine, policy):
+def test_spread_idle_with_reservations_equals_reference(engine, policy):
     idle_rows, claims = _random_claims(23)
     edges, edge_claims = _claim_edges()
     idle_rows, claims = idle_rows + edges, claims + edge_claims
@@ -283,18 +254,18 @@ def test_spread_idle_with_reservations_equals_row_core(engine, policy):
             "weight": 5,
         }
     ]
-    frame = lazy_spread.spread_idle_with_reservations(
-        engine(_table(idle_rows, IDLE_ROW_SCHEMA, MONEY)),
-        engine(_table(claims, CLAIM_SCHEMA)),
-        engine(_table(_scope_rows(idle_rows), SCOPE_SCHEMA)),
-        engine(_table(weights, IDLE_WEIGHT_SCHEMA)),
+    frame = idle.spread_idle_with_reservations(
+        engine(table(idle_rows, IDLE_ROW_SCHEMA, MONEY)),
+        engine(table(claims, CLAIM_SCHEMA)),
+        engine(table(scope_rows(idle_rows), SCOPE_SCHEMA)),
+        engine(table(weights, IDLE_WEIGHT_SCHEMA)),
         policy,
     )
-    assert tuple(frame.collect_schema().names()) == lazy_spread.IDLE_SPREAD_COLUMNS
-    reserved, remaining = allocation.claim_reserved_idle(idle_rows, claims)
-    expected = reserved + allocation.spread_idle(remaining, weights, policy)
-    got = _collect(frame, MONEY)
-    assert _rows(got, IDLE_SPREAD_FIELDS) == _rows(expected, IDLE_SPREAD_FIELDS)
+    assert tuple(frame.collect_schema().names()) == idle.IDLE_SPREAD_COLUMNS
+    reserved, remaining = reference.claim_reserved_idle(idle_rows, claims)
+    expected = reserved + reference.spread_idle(remaining, weights, policy)
+    got = collect(frame, MONEY)
+    assert canonical(got, IDLE_SPREAD_FIELDS) == canonical(expected, IDLE_SPREAD_FIELDS)
     assert {r["recipient"] for r in got} >= {"reservation"}
 
 
@@ -371,22 +342,23 @@ def _random_shared(seed: int):
     return lines, weights
 
 
-def _lazy_shared(engine, lines, weights):
-    frame = lazy_spread.spread_shared(
-        engine(_table(lines, LINE_SCHEMA, ("billed_cost", "effective_cost"))),
-        engine(_table(_scope_rows(lines), SCOPE_SCHEMA)),
-        engine(_table(weights, SHARED_WEIGHT_SCHEMA, ("weight",))),
+def _spread_shared_on(engine, lines, weights):
+    frame = shared.spread_shared(
+        engine(table(lines, LINE_SCHEMA, ("billed_cost", "effective_cost"))),
+        engine(table(scope_rows(lines), SCOPE_SCHEMA)),
+        engine(table(weights, SHARED_WEIGHT_SCHEMA, ("weight",))),
     )
-    return _collect(frame, MONEY)
+    return collect(frame, MONEY)
 
 
-def test_spread_shared_equals_row_core(engine):
+@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)  # its split and scope as idle's
+def test_spread_shared_equals_reference(engine):
     edges, edge_weights = _shared_edges()
     rand, rand_weights = _random_shared(29)
     lines, weights = edges + rand, edge_weights + rand_weights
-    got = _lazy_shared(engine, lines, weights)
-    assert _rows(got, SHARED_FIELDS) == _rows(
-        allocation.spread_shared(lines, weights), SHARED_FIELDS
+    got = _spread_shared_on(engine, lines, weights)
+    assert canonical(got, SHARED_FIELDS) == canonical(
+        reference.spread_shared(lines, weights), SHARED_FIELDS
     )
     by = {(r["charge_id"], r["recipient_id"]): r for r in got}
     # 30 : 10.000000 (the seventh decimal is below the unit)
@@ -552,22 +524,22 @@ def _random_workloads(seed: int):
     return rows, shares
 
 
-def _lazy_split(engine, rows, shares):
-    frame = lazy_spread.split_shared_workloads(
-        engine(_table(rows, PLACED_SCHEMA, PLACED_MONEY)),
-        engine(_table(shares, SHARE_SCHEMA, ("weight",))),
+def _split_workloads_on(engine, rows, shares):
+    frame = shared.split_shared_workloads(
+        engine(table(rows, PLACED_SCHEMA, PLACED_MONEY)),
+        engine(table(shares, SHARE_SCHEMA, ("weight",))),
     )
     assert frame.collect_schema().names()[: len(PLACED_SCHEMA)] == list(PLACED_SCHEMA)
-    return _collect(frame, PLACED_MONEY)
+    return collect(frame, PLACED_MONEY)
 
 
-def test_split_shared_workloads_equals_row_core(engine):
+def test_split_shared_workloads_equals_reference(engine):
     edges, edge_shares = _workload_edges()
     rand, rand_shares = _random_workloads(31)
     rows, shares = edges + rand, edge_shares + rand_shares
-    got = _lazy_split(engine, rows, shares)
-    expected = allocation.split_shared_workloads(rows, shares)
-    assert _rows(got, PLACED_FIELDS) == _rows(expected, PLACED_FIELDS)
+    got = _split_workloads_on(engine, rows, shares)
+    expected = reference.split_shared_workloads(rows, shares)
+    assert canonical(got, PLACED_FIELDS) == canonical(expected, PLACED_FIELDS)
     golden = [r for r in got if r["charge_id"] == "c1"]
     assert sorted((r["project_id"], r["allocation_kind"], r["effective_cost"]) for r in golden) == [
         ("rag-search", "idle", D("5.866666666666666667")),
@@ -592,20 +564,18 @@ def test_split_shared_workloads_equals_row_core(engine):
 # --- units, bounds and errors -------------------------------------------------------------------
 
 
-def test_weight_units_equal_row_core(engine):
+def test_weight_units_equal_reference(engine):
     values = [
         None, D(0), D("1e-18"), D("0.000000999999999999"), D("0.000001"), D("-0.000001"),
         D("-0.0000015"), D("0.6"), D("1.000000999999999999"), D(3), D("123456.789012345678"),
         D("4500000.5"), D("-12.5"),
     ]  # fmt: skip
     frame = engine(
-        _table(
-            [{"i": i, "weight": v} for i, v in enumerate(values)], {"i": pa.int64()}, ("weight",)
-        )
+        table([{"i": i, "weight": v} for i, v in enumerate(values)], {"i": pa.int64()}, ("weight",))
     )
-    got = frame.select("i", lazy_spread.weight_units().alias("units")).collect(backend="pyarrow")
+    got = frame.select("i", split.weight_units().alias("units")).collect(backend="pyarrow")
     units = dict(zip(*got.to_native().to_pydict().values(), strict=True))
-    expected = [max(allocation.weight_units(v), 0) for v in values]
+    expected = [max(reference.weight_units(v), 0) for v in values]
     assert [units[i] for i in range(len(values))] == expected
     assert expected[2:8] == [0, 0, 1, 0, 0, 600_000]
 
@@ -615,9 +585,9 @@ def test_weightless_shared_workload_fails_in_both_cores(engine):
     rows = [_placed("c1", "w")]
     shares = [_share("w", "nlp", "rag-search", "0.0000009"), _share("w", "nlp", "x", "-1")]
     with pytest.raises(ValueError, match=r"1e-6 or more: \['w'\]"):
-        allocation.split_shared_workloads(rows, shares)
+        reference.split_shared_workloads(rows, shares)
     with pytest.raises(ValueError, match=r"1e-6 or more: \['w'\]"):
-        _lazy_split(engine, rows, shares)
+        _split_workloads_on(engine, rows, shares)
 
 
 @pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
@@ -627,42 +597,37 @@ def test_a_scope_beyond_the_exact_bound_fails_clearly(engine):
         {
             "scope_key": "s",
             "recipient_id": "a|1",
-            "weight": D(lazy_allocation.MAX_TOTAL_WEIGHT) / 10**6,
+            "weight": D(split.MAX_TOTAL_WEIGHT) / 10**6,
         },
         {"scope_key": "s", "recipient_id": "b|2", "weight": D("0.000001")},
     ]
     with pytest.raises(ValueError, match="exceeds"):
-        _lazy_shared(engine, lines, weights)
+        _spread_shared_on(engine, lines, weights)
     # a single weight far beyond it is capped, never wrapped around
     weights = [{"scope_key": "s", "recipient_id": "a|1", "weight": D(10**16)}]
     with pytest.raises(ValueError, match="exceeds"):
-        _lazy_shared(engine, lines, weights)
+        _spread_shared_on(engine, lines, weights)
     # the row core has no bound
-    assert allocation.spread_shared(lines, weights)[0]["billed_cost"] == D(1)
+    assert reference.spread_shared(lines, weights)[0]["billed_cost"] == D(1)
 
 
 @pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
-def test_claim_at_the_scope_bound_equals_row_core_and_beyond_it_hands_over(engine, monkeypatch):
+def test_claim_at_the_scope_bound_equals_reference_and_beyond_it_fails(engine):
     """At MAX_SCOPE_IDLE_MS of idle in one scope the row-by-row claimed part is still exact (the
     largest amounts, a claim that is not a round fraction); one millisecond more raises
-    WeightBoundError, which the dbt model (lazy_io.lazy_or_rows) answers with the row core."""
-    bound = lazy_spread.MAX_SCOPE_IDLE_MS
+    WeightBoundError (the dbt model then fails in one line naming itself, test_engine_io)."""
+    bound = idle.MAX_SCOPE_IDLE_MS
     big = D("99999999999999999.999999999999999999")
     idle_rows = [
         _idle("b1", "s", bound - 7, big, -big, ratio="1"),
         _idle("b2", "s", 7, D("-0.000000000000000001"), "12345678901234567.890123456789012345"),
     ]
     claims = [_claim("s", "r-a", "a", bound // 3 + 1), _claim("s", "r-b", "b", bound // 7 - 5)]
-    reserved, remaining = _lazy_claim(engine, idle_rows, claims)
-    want_reserved, want_remaining = allocation.claim_reserved_idle(idle_rows, claims)
-    assert _rows(reserved, RESERVED_FIELDS) == _rows(want_reserved, RESERVED_FIELDS)
-    assert _rows(remaining, REMAINING_FIELDS) == _rows(want_remaining, REMAINING_FIELDS)
+    reserved, remaining = _claim_on(engine, idle_rows, claims)
+    want_reserved, want_remaining = reference.claim_reserved_idle(idle_rows, claims)
+    assert canonical(reserved, RESERVED_FIELDS) == canonical(want_reserved, RESERVED_FIELDS)
+    assert canonical(remaining, REMAINING_FIELDS) == canonical(want_remaining, REMAINING_FIELDS)
     assert len(reserved) == 4
     over = [{**idle_rows[0], "idle_gpu_ms": bound - 6}, idle_rows[1]]
-    with pytest.raises(lazy_allocation.WeightBoundError, match="exact bound"):
-        _lazy_claim(engine, over, claims)
-    # lazy_or_rows hands the model to the row core on that error, and says why
-    chosen = lazy_io.lazy_or_rows(
-        lambda: _lazy_claim(engine, over, claims), lambda: "rows", "m", size=10, min_rows=0
-    )
-    assert chosen == "rows"
+    with pytest.raises(split.WeightBoundError, match="exceeds the exact split's bound"):
+        _claim_on(engine, over, claims)

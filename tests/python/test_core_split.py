@@ -1,0 +1,68 @@
+"""The one exact split of the production core (gpucost.core.split.split_lines, narwhals on DuckDB)
+against the reference's (tests.python.reference.allocation.split_exact, Python integers), by
+hypothesis: equal to the 1e-18 unit for any amounts (credits, 18 decimals, up to 9.2e18) and
+weights, hence conserving, sign-keeping, within one unit of proportional and order-free as the
+reference is (tests/python/test_money.py proves those of the reference)."""
+
+from __future__ import annotations
+
+import duckdb
+import narwhals as nw
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpucost.core.money import from_units
+from gpucost.core.split import money_columns, money_value, split_lines
+from tests.python.reference.allocation import split_exact
+
+AMOUNT_UNITS = st.one_of(
+    st.integers(min_value=-(10**21), max_value=10**21),
+    st.integers(min_value=-(9 * 10**36), max_value=9 * 10**36),
+)
+WEIGHTS = st.dictionaries(
+    st.text(alphabet="abcxyz", min_size=1, max_size=3),
+    st.one_of(st.integers(min_value=0, max_value=10), st.integers(min_value=0, max_value=10**12)),
+    min_size=1,
+    max_size=6,
+).filter(lambda weights: sum(weights.values()) > 0)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(AMOUNT_UNITS, AMOUNT_UNITS, WEIGHTS), min_size=1, max_size=6))
+def test_split_lines_equals_the_reference_split(lines):
+    con = duckdb.connect()
+    money = {"charge_id": [], "a_whole": [], "a_frac": [], "b_whole": [], "b_frac": []}
+    weights = {"charge_id": [], "key": [], "weight": [], "_tie": []}
+    for i, (a, b, shares) in enumerate(lines):
+        money["charge_id"].append(f"l{i}")
+        for name, units in (("a", a), ("b", b)):
+            whole, frac = money_columns(from_units(units))
+            money[f"{name}_whole"].append(whole)
+            money[f"{name}_frac"].append(frac)
+        for key, weight in shares.items():
+            weights["charge_id"].append(f"l{i}")
+            weights["key"].append(key)
+            weights["weight"].append(weight)
+            weights["_tie"].append(repr(key))  # the reference's tie-break
+    split = split_lines(
+        nw.from_native(con.from_arrow(pa.table(money))),
+        nw.from_native(con.from_arrow(pa.table(weights))),
+        line_key="charge_id",
+        tie_key="_tie",
+        money=("a", "b"),
+    )
+    got = {
+        (row["charge_id"], row["key"]): (
+            money_value(row["a_whole"], row["a_frac"]),
+            money_value(row["b_whole"], row["b_frac"]),
+        )
+        for row in split.collect(backend="pyarrow").to_native().to_pylist()
+    }
+    expected = {}
+    for i, (a, b, shares) in enumerate(lines):
+        positive = {key: weight for key, weight in shares.items() if weight > 0}
+        a_parts, b_parts = split_exact(a, positive), split_exact(b, positive)
+        for key in positive:
+            expected[(f"l{i}", key)] = (from_units(a_parts[key]), from_units(b_parts[key]))
+    assert got == expected
