@@ -216,28 +216,6 @@ def test_an_accepted_suggestion_changes_the_next_build(generated_warehouse, tmp_
     )
     ratio = by_project[(shared, "rag-search")][1] / shared_cost
     assert abs(ratio - Decimal("0.75")) < Decimal("1e-9")
-    # the lazy core (var gpucost_lazy_min_rows 0) splits the same rows as the row core did
-    lazy = tmp_path / "lazy"
-    lazy.mkdir()
-    shutil.copyfile(rebuilt, lazy / "gpucost.duckdb")
-    model = "int_cost_allocations_shared_split"
-    result = _dbt(
-        project, generated_warehouse, lazy, "run", "--select", model,
-        "--vars", "{gpucost_lazy_min_rows: 0}",
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout[-6000:]
-    assert "running the row core" not in result.stdout
-    assert f"{model}: lazy core (" in result.stdout + result.stderr
-    with duckdb.connect(str(lazy / "gpucost.duckdb"), read_only=True) as con:
-        con.execute(f"attach '{rebuilt}' as row_core (read_only)")
-        differ = con.sql(
-            f"select (select count(*) from (from intermediate.{model}"
-            f" except all from row_core.intermediate.{model})),"
-            f" (select count(*) from (from row_core.intermediate.{model}"
-            f" except all from intermediate.{model})),"
-            f" (select count(*) from intermediate.{model})"
-        ).fetchall()
-    assert differ[0][:2] == (0, 0) and differ[0][2] > 0
     model_rows = generated_warehouse.sql(
         "select count(*), min(attribution_confidence) from marts.fct_cost_allocation"
         " where attribution_method = 'model' and allocation_kind in ('usage', 'idle')",
