@@ -16,7 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.python.conftest import Warehouse, run_dbt
+from tests.python.landing_zones import (
+    Warehouse,
+    copy_landing,
+    run_dbt,
+    shared_landing,
+    small_month,
+)
 
 pytestmark = pytest.mark.warehouse
 
@@ -63,17 +69,12 @@ def write_focus(path: Path, rows: list[dict[str, str]], header: list[str] | None
 
 @pytest.fixture(scope="module")
 def tiny_month(tmp_path_factory) -> Path:
-    from gpucost.synth.generator import generate_month
-
-    landing = tmp_path_factory.mktemp("tiny") / "landing"
-    generate_month(landing, seed=11, nodes=2, days=1, step_seconds=900, clusters=1)
+    landing, _ = shared_landing(tmp_path_factory, "small_month", small_month)
     return landing
 
 
 def landing_copy(tiny_month: Path, tmp_path: Path) -> Path:
-    target = tmp_path / "landing"
-    shutil.copytree(tiny_month, target)
-    return target
+    return copy_landing(tiny_month, tmp_path / "landing")
 
 
 def build(landing: Path, work: Path, *extra: str):

@@ -8,13 +8,15 @@ import gzip
 import json
 import shutil
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from gpucost.synth.bill_formats import BILL_FORMATS, read_focus_lines, render_bill
-from tests.python.conftest import _build
+from tests.python.landing_zones import build, rendered_landing, shared_landing
+from tests.python.landing_zones import small_month as month_of
 
 pytestmark = pytest.mark.warehouse
 
@@ -24,23 +26,21 @@ NATIVE = [fmt for fmt in BILL_FORMATS if fmt not in ("focus", "onprem")]
 
 @pytest.fixture(scope="module")
 def small_month(tmp_path_factory) -> Path:
-    from gpucost.synth.generator import generate_month
-
-    landing = tmp_path_factory.mktemp("formats") / "focus" / "landing"
     # without the Slurm queue: its node-hours stay FOCUS lines under every format (test_usage_sources)
-    generate_month(landing, seed=11, nodes=2, days=1, step_seconds=900, clusters=1, slurm_nodes=0)
+    landing, _ = shared_landing(
+        tmp_path_factory, "small_month_without_slurm", partial(month_of, slurm=False)
+    )
     return landing
 
 
 @pytest.fixture(scope="module")
 def builds(small_month, tmp_path_factory) -> dict:
     """One warehouse per format, from copies of the same generated month."""
-    built = {"focus": _build(small_month, tmp_path_factory.mktemp("build_focus"))}
+    built = {"focus": build(small_month, tmp_path_factory.mktemp("build_focus"))}
     for fmt in NATIVE:
         landing = tmp_path_factory.mktemp(f"landing_{fmt}") / "landing"
-        shutil.copytree(small_month, landing)
-        render_bill(landing, fmt)
-        built[fmt] = _build(landing, tmp_path_factory.mktemp(f"build_{fmt}"))
+        rendered_landing(small_month, landing, fmt)
+        built[fmt] = build(landing, tmp_path_factory.mktemp(f"build_{fmt}"))
     return built
 
 
@@ -146,9 +146,7 @@ def test_every_format_splits_claimed_disks_over_the_same_pods(builds, fmt):
 @pytest.fixture(scope="module")
 def onprem_landing(small_month, tmp_path_factory) -> Path:
     landing = tmp_path_factory.mktemp("landing_onprem_items") / "landing"
-    shutil.copytree(small_month, landing)
-    render_bill(landing, "onprem")
-    return landing
+    return rendered_landing(small_month, landing, "onprem")
 
 
 def test_onprem_items_depreciate_at_the_cloud_hourly_cost(small_month, onprem_landing):
@@ -191,7 +189,7 @@ def test_onprem_month_reconciles_and_places_every_non_shared_cent_like_focus(
     $165,177) become the biggest owner, so a team's shared share shrinks. Measured on this month
     (seed 11, 2 nodes + the shared node, 1 day, $7,712.63 bill): at most $383.18 per team; asserted
     below $500 and nonzero (the move is real, not rounding)."""
-    warehouse = _build(onprem_landing, tmp_path_factory.mktemp("build_onprem_items"))
+    warehouse = build(onprem_landing, tmp_path_factory.mktemp("build_onprem_items"))
     ((billed, reconciled, residual, eff_residual, quarantined),) = warehouse.sql(
         "select sum(billed_cost), bool_and(is_reconciled), max(abs(billed_residual)),"
         " max(abs(effective_residual)), sum(quarantined_line_count) from marts.rpt_reconciliation"
@@ -303,7 +301,7 @@ def restated(small_month, tmp_path_factory):
             writer.writerows(out)
         _set_mtime(export / folder, when)
     bill = sum(Decimal(line["BilledCost"]) for line in read_focus_lines(small_month))
-    warehouse = _build(landing, tmp_path_factory.mktemp("restated_build"))
+    warehouse = build(landing, tmp_path_factory.mktemp("restated_build"))
     return warehouse, bill, len(rows), first.name, second.name
 
 
