@@ -51,7 +51,8 @@ def generated_month(tmp_path_factory) -> tuple[Path, dict]:
 @pytest.fixture(scope="session")
 def generated_warehouse(generated_month, tmp_path_factory) -> Warehouse:
     landing, _ = generated_month
-    return shared_build(tmp_path_factory, "generated_warehouse", lambda _: landing)
+    # the one build that runs dbt's unit tests under the default vars (landing_zones.run_dbt)
+    return shared_build(tmp_path_factory, "generated_warehouse", lambda _: landing, unit_tests=True)
 
 
 @pytest.fixture(scope="session")

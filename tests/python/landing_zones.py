@@ -56,9 +56,13 @@ class Warehouse:
     path: Path
     work: Path
 
-    def dbt(self, *args: str, warehouse: Path | None = None) -> subprocess.CompletedProcess:
+    def dbt(
+        self, *args: str, warehouse: Path | None = None, unit_tests: bool | None = None
+    ) -> subprocess.CompletedProcess:
         """Run a dbt command against this landing zone (and this or another warehouse file)."""
-        return run_dbt(self.landing, warehouse or self.path, self.work, *args)
+        return run_dbt(
+            self.landing, warehouse or self.path, self.work, *args, unit_tests=unit_tests
+        )
 
     def sql(self, query: str, warehouse: Path | None = None) -> list[tuple]:
         import duckdb
@@ -74,11 +78,27 @@ class Warehouse:
         return target
 
 
-def run_dbt(landing: Path, warehouse: Path, work: Path, *args: str) -> subprocess.CompletedProcess:
+# dbt's unit tests run a model on given rows: their result depends on neither the landing zone nor the
+# warehouse. The session's generated warehouse runs them (``unit_tests=True``); every other ``dbt build``
+# under the project's default vars would only repeat them (8 unit tests, 15-18 % of a small build).
+NO_UNIT_TESTS = ("--exclude-resource-type", "unit_test")
+
+
+def run_dbt(
+    landing: Path, warehouse: Path, work: Path, *args: str, unit_tests: bool | None = None
+) -> subprocess.CompletedProcess:
+    """Run dbt on this project against a landing zone and a warehouse file, target and logs in ``work``.
+
+    ``unit_tests``: whether a ``dbt build`` runs the unit tests; by default only when it passes
+    ``--vars`` (the one build that runs them under the default vars is the generated warehouse's)."""
     from gpucost.commands.cli import dbt_env, dbt_executable
 
+    if unit_tests is None:
+        unit_tests = "--vars" in args
     env = dbt_env(landing, warehouse)
     command = [dbt_executable(), *args]
+    if args[:1] == ("build",) and not unit_tests:
+        command += NO_UNIT_TESTS
     command += ["--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR)]
     command += ["--target-path", str(work / "target"), "--log-path", str(work / "logs")]
     return subprocess.run(
@@ -86,11 +106,11 @@ def run_dbt(landing: Path, warehouse: Path, work: Path, *args: str) -> subproces
     )
 
 
-def build(landing: Path, work: Path, *extra: str) -> Warehouse:
+def build(landing: Path, work: Path, *extra: str, unit_tests: bool | None = None) -> Warehouse:
     """``dbt build`` of a landing zone into ``work/gpucost.duckdb``; fails the test unless it passes."""
     work.mkdir(parents=True, exist_ok=True)
     warehouse = Warehouse(landing=landing, path=work / "gpucost.duckdb", work=work)
-    result = warehouse.dbt("build", *extra)
+    result = warehouse.dbt("build", *extra, unit_tests=unit_tests)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     return warehouse
 
@@ -127,13 +147,17 @@ def shared(tmp_path_factory, name: str, make: Callable[[Path], T]) -> T:
 
 
 def shared_build(
-    tmp_path_factory, name: str, make_landing: Callable[[Path], Path], *extra: str
+    tmp_path_factory,
+    name: str,
+    make_landing: Callable[[Path], Path],
+    *extra: str,
+    unit_tests: bool | None = None,
 ) -> Warehouse:
     """The warehouse of ``make_landing(folder)`` (a landing zone), built once per session with
     ``dbt build *extra``; its ``work`` folder is this worker's own."""
 
     def make(folder: Path) -> Warehouse:
-        return build(make_landing(folder), folder / "build", *extra)
+        return build(make_landing(folder), folder / "build", *extra, unit_tests=unit_tests)
 
     warehouse = shared(tmp_path_factory, name, make)
     return replace(warehouse, work=warehouse.path.parent / f"work-{worker()}")
