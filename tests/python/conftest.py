@@ -17,10 +17,12 @@ from tests.python.landing_zones import (  # noqa: F401 (the suites import these 
     REAL_FOCUS,
     REAL_FOCUS_VARS,
     SHARED_DATA,
+    SHARED_FIXTURES,
     Warehouse,
     real_focus_landing,
     run_dbt,
     shared_build,
+    shared_fixture,
     shared_landing,
 )
 from tests.python.landing_zones import build as _build  # noqa: F401
@@ -43,19 +45,19 @@ decimal.getcontext().prec = 80
 # The warehouses several suites read are built once per session, whichever worker asks first
 # (tests/python/landing_zones.py): their tests are grouped by module like any other, so the two workers
 # share them out.
-@pytest.fixture(scope="session")
+@shared_fixture
 def generated_month(tmp_path_factory) -> tuple[Path, dict]:
     return shared_landing(tmp_path_factory, "generated_month", _generated_month)
 
 
-@pytest.fixture(scope="session")
+@shared_fixture
 def generated_warehouse(generated_month, tmp_path_factory) -> Warehouse:
     landing, _ = generated_month
     # the one build that runs dbt's unit tests under the default vars (landing_zones.run_dbt)
     return shared_build(tmp_path_factory, "generated_warehouse", lambda _: landing, unit_tests=True)
 
 
-@pytest.fixture(scope="session")
+@shared_fixture
 def real_focus_warehouse(tmp_path_factory) -> Warehouse:
     return shared_build(
         tmp_path_factory,
@@ -101,12 +103,27 @@ def engine(request):
         yield lambda table: nw.from_native(session.createDataFrame(table))
 
 
+def _group(item) -> str:
+    """The module, if the test uses a fixture of this suite that outlives one test; else the test."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return item.module.__name__
+    for name, definitions in info.name2fixturedefs.items():
+        if name in SHARED_FIXTURES:
+            continue
+        # pytest's and plugins' own fixtures have no baseid (tmp_path_factory, pytestconfig...)
+        if any(d.baseid and d.scope != "function" for d in definitions):
+            return item.module.__name__
+    return item.nodeid
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """Group each test (xdist_group) by its module, unless it names a group, then name its group in its
-    node id for `--dist loadgroup`. A module's tests stay on one worker (its module-scoped fixtures are
-    built once); the session warehouses are shared by all workers (landing_zones.shared), so the
-    modules reading them need not share a worker.
+    """Group each test (xdist_group) unless it names a group, then name its group in its node id for
+    `--dist loadgroup`. A test that uses a module-scoped (or wider) fixture of this suite is grouped
+    by its module, so that fixture is built once, on one worker; the session warehouses are shared by
+    all workers (landing_zones.shared) and do not count. Any other test is a group of its own, so the
+    two workers share out even one module's long tests (test_idempotency's six builds).
 
     pytest-xdist (3.8) tells its controller a test's group by appending ``@<group>`` to
     ``item._nodeid``, which pytest 9.2 no longer reads (a node id is ``item._id``, a NodeId): the
@@ -115,7 +132,7 @@ def pytest_collection_modifyitems(config, items):
     appended here, after xdist's own hook (a no-op then, or the same suffix on older pytest)."""
     for item in items:
         if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+            item.add_marker(pytest.mark.xdist_group(_group(item)))
     if not getattr(config.option, "loadgroup", False):
         return
     for item in items:

@@ -5,6 +5,7 @@ Landing zones (each a function that writes one into a given folder):
 - ``generated_month``: the session's generated month (seed 7, 4 nodes, 3 days, 2 clusters);
 - ``small_month``: a one-day month of two nodes and one cluster (seed 11), with or without the Slurm
   queue, that the bad-input, delivery and bill-format suites add their cases to;
+- ``two_day_month``: two days of two nodes (seed 3), beside which the real telemetry files land;
 - ``real_focus_landing``: the real FOCUS sample of ../shared/data;
 - ``native_landing``: the real native bill samples (CUR, Azure EA, OCI), a GCP line, no FOCUS file;
 - ``rendered_landing``: a copy of a month whose FOCUS bill is rendered in a native format.
@@ -146,6 +147,19 @@ def shared(tmp_path_factory, name: str, make: Callable[[Path], T]) -> T:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+# session fixtures made through ``shared``: a test using them needs no particular worker (conftest's
+# xdist grouping skips them)
+SHARED_FIXTURES: set[str] = set()
+
+
+def shared_fixture(function):
+    """A session fixture whose value is made once for all workers (through ``shared``)."""
+    import pytest
+
+    SHARED_FIXTURES.add(function.__name__)
+    return pytest.fixture(scope="session")(function)
+
+
 def shared_build(
     tmp_path_factory,
     name: str,
@@ -197,6 +211,14 @@ def small_month(landing: Path, *, slurm: bool = True) -> None:
         generate_month(
             landing, seed=11, nodes=2, days=1, step_seconds=900, clusters=1, slurm_nodes=0
         )
+
+
+def two_day_month(landing: Path) -> dict:
+    """Two days of 2 nodes in one cluster at 15-minute steps (seed 3): the month the real telemetry
+    files are landed beside (test_real_telemetry)."""
+    from gpucost.synth.generator import generate_month
+
+    return generate_month(landing, seed=3, nodes=2, days=2, step_seconds=900, clusters=1)
 
 
 def real_focus_landing(landing: Path) -> Path:

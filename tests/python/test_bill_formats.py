@@ -15,7 +15,14 @@ import duckdb
 import pytest
 
 from gpucost.synth.bill_formats import BILL_FORMATS, read_focus_lines, render_bill
-from tests.python.landing_zones import build, rendered_landing, shared_landing
+from tests.python.landing_zones import (
+    build,
+    rendered_landing,
+    shared,
+    shared_build,
+    shared_fixture,
+    shared_landing,
+)
 from tests.python.landing_zones import small_month as month_of
 
 pytestmark = pytest.mark.warehouse
@@ -24,7 +31,7 @@ pytestmark = pytest.mark.warehouse
 NATIVE = [fmt for fmt in BILL_FORMATS if fmt not in ("focus", "onprem")]
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def small_month(tmp_path_factory) -> Path:
     # without the Slurm queue: its node-hours stay FOCUS lines under every format (test_usage_sources)
     landing, _ = shared_landing(
@@ -33,15 +40,27 @@ def small_month(tmp_path_factory) -> Path:
     return landing
 
 
-@pytest.fixture(scope="module")
+class _Builds(dict):
+    """One warehouse per format, from copies of the same generated month: each built once per session
+    when a test first asks for it (the workers build different formats at the same time)."""
+
+    def __init__(self, small_month: Path, tmp_path_factory):
+        super().__init__()
+        self.month, self.factory = small_month, tmp_path_factory
+
+    def __missing__(self, fmt: str):
+        def landing(folder: Path) -> Path:
+            if fmt == "focus":
+                return self.month
+            return rendered_landing(self.month, folder / "landing", fmt)
+
+        self[fmt] = shared_build(self.factory, f"bill_format_{fmt}", landing)
+        return self[fmt]
+
+
+@shared_fixture
 def builds(small_month, tmp_path_factory) -> dict:
-    """One warehouse per format, from copies of the same generated month."""
-    built = {"focus": build(small_month, tmp_path_factory.mktemp("build_focus"))}
-    for fmt in NATIVE:
-        landing = tmp_path_factory.mktemp(f"landing_{fmt}") / "landing"
-        rendered_landing(small_month, landing, fmt)
-        built[fmt] = build(landing, tmp_path_factory.mktemp(f"build_{fmt}"))
-    return built
+    return _Builds(small_month, tmp_path_factory)
 
 
 def _billed_in_files(landing: Path, fmt: str) -> Decimal:
@@ -143,10 +162,14 @@ def test_every_format_splits_claimed_disks_over_the_same_pods(builds, fmt):
     assert builds[fmt].sql(query) == focus
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def onprem_landing(small_month, tmp_path_factory) -> Path:
-    landing = tmp_path_factory.mktemp("landing_onprem_items") / "landing"
-    return rendered_landing(small_month, landing, "onprem")
+    landing, _ = shared_landing(
+        tmp_path_factory,
+        "bill_format_onprem_items",
+        lambda landing: rendered_landing(small_month, landing, "onprem"),
+    )
+    return landing
 
 
 def test_onprem_items_depreciate_at_the_cloud_hourly_cost(small_month, onprem_landing):
@@ -236,8 +259,12 @@ def _set_mtime(folder: Path, when: int) -> None:
         os.utime(path, (when, when))
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def restated(small_month, tmp_path_factory):
+    return shared(tmp_path_factory, "bill_formats_restated", partial(_restated, small_month))
+
+
+def _restated(small_month: Path, folder: Path):
     """Two restated months whose delivery folders sort the wrong way round.
 
     - legacy CUR: assemblyId GUID folders. The first delivery lands in ``f3c1...``, the restatement
@@ -247,10 +274,10 @@ def restated(small_month, tmp_path_factory):
       restatement (+$7) but its files were copied earlier (file time 2026-11-01) than the older
       ``20261102T000000Z`` delivery (file time 2026-11-05): the export's own time wins.
     """
-    landing = tmp_path_factory.mktemp("restated") / "landing"
+    landing = folder / "landing"
     shutil.copytree(small_month, landing)
     focus_dir = landing / "billing" / "focus"
-    focus_copy = tmp_path_factory.mktemp("restated_focus") / "focus"
+    focus_copy = folder / "restated_focus" / "focus"
     shutil.copytree(focus_dir, focus_copy)
     render_bill(landing, "cur-legacy")
     (cur_file,) = (landing / "billing" / "aws_cur").rglob("*.csv.gz")
@@ -301,7 +328,7 @@ def restated(small_month, tmp_path_factory):
             writer.writerows(out)
         _set_mtime(export / folder, when)
     bill = sum(Decimal(line["BilledCost"]) for line in read_focus_lines(small_month))
-    warehouse = build(landing, tmp_path_factory.mktemp("restated_build"))
+    warehouse = build(landing, folder / "restated_build")
     return warehouse, bill, len(rows), first.name, second.name
 
 
