@@ -221,6 +221,23 @@ def two_day_month(landing: Path) -> dict:
     return generate_month(landing, seed=3, nodes=2, days=2, step_seconds=900, clusters=1)
 
 
+def small_month_landing(tmp_path_factory) -> Path:
+    """The small month without the Slurm queue, written once per session (read it; change a copy)."""
+    from functools import partial
+
+    landing, _ = shared_landing(
+        tmp_path_factory, "small_month_without_slurm", partial(small_month, slurm=False)
+    )
+    return landing
+
+
+def small_month_warehouse(tmp_path_factory) -> Warehouse:
+    """The small month without Slurm, built once per session: the FOCUS reference of the bill
+    formats and the clean base of the bad-input cases."""
+    landing = small_month_landing(tmp_path_factory)
+    return shared_build(tmp_path_factory, "small_month_without_slurm_build", lambda _: landing)
+
+
 def real_focus_landing(landing: Path) -> Path:
     """The real FOCUS 1.0 sample (1,000 lines) alone in billing/focus."""
     import pytest

@@ -20,8 +20,8 @@ from tests.python.landing_zones import (
     Warehouse,
     copy_landing,
     run_dbt,
-    shared_landing,
-    small_month,
+    small_month_landing,
+    small_month_warehouse,
 )
 
 pytestmark = pytest.mark.warehouse
@@ -69,8 +69,8 @@ def write_focus(path: Path, rows: list[dict[str, str]], header: list[str] | None
 
 @pytest.fixture(scope="module")
 def tiny_month(tmp_path_factory) -> Path:
-    landing, _ = shared_landing(tmp_path_factory, "small_month", small_month)
-    return landing
+    # the month of test_bill_formats (without Slurm), so the clean base build below is shared with it
+    return small_month_landing(tmp_path_factory)
 
 
 def landing_copy(tiny_month: Path, tmp_path: Path) -> Path:
@@ -433,8 +433,7 @@ def prom(metric: dict[str, str], values: list[list]) -> dict:
 @pytest.fixture(scope="module")
 def telemetry_cases(tiny_month, tmp_path_factory) -> tuple[Warehouse, Warehouse]:
     tmp = tmp_path_factory.mktemp("telemetry_cases")
-    base, result = build(tiny_month, tmp / "base")
-    assert result.returncode == 0, result.stdout[-4000:]
+    base = small_month_warehouse(tmp_path_factory)  # tiny_month as landed, built once a session
     landing = landing_copy(tiny_month, tmp)
     dcgm = sorted((landing / "metrics" / "dcgm").iterdir())[0]  # the cluster folder
     cases = dcgm / "cases"

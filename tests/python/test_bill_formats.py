@@ -22,8 +22,9 @@ from tests.python.landing_zones import (
     shared_build,
     shared_fixture,
     shared_landing,
+    small_month_landing,
+    small_month_warehouse,
 )
-from tests.python.landing_zones import small_month as month_of
 
 pytestmark = pytest.mark.warehouse
 
@@ -34,10 +35,7 @@ NATIVE = [fmt for fmt in BILL_FORMATS if fmt not in ("focus", "onprem")]
 @shared_fixture
 def small_month(tmp_path_factory) -> Path:
     # without the Slurm queue: its node-hours stay FOCUS lines under every format (test_usage_sources)
-    landing, _ = shared_landing(
-        tmp_path_factory, "small_month_without_slurm", partial(month_of, slurm=False)
-    )
-    return landing
+    return small_month_landing(tmp_path_factory)
 
 
 class _Builds(dict):
@@ -49,12 +47,14 @@ class _Builds(dict):
         self.month, self.factory = small_month, tmp_path_factory
 
     def __missing__(self, fmt: str):
-        def landing(folder: Path) -> Path:
-            if fmt == "focus":
-                return self.month
-            return rendered_landing(self.month, folder / "landing", fmt)
-
-        self[fmt] = shared_build(self.factory, f"bill_format_{fmt}", landing)
+        if fmt == "focus":
+            self[fmt] = small_month_warehouse(self.factory)
+        else:
+            self[fmt] = shared_build(
+                self.factory,
+                f"bill_format_{fmt}",
+                lambda folder: rendered_landing(self.month, folder / "landing", fmt),
+            )
         return self[fmt]
 
 
