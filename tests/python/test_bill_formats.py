@@ -264,7 +264,7 @@ def restated(small_month, tmp_path_factory):
     return shared(tmp_path_factory, "bill_formats_restated", partial(_restated, small_month))
 
 
-def _restated(small_month: Path, folder: Path):
+def _restated(small_month: Path, root: Path):
     """Two restated months whose delivery folders sort the wrong way round.
 
     - legacy CUR: assemblyId GUID folders. The first delivery lands in ``f3c1...``, the restatement
@@ -274,10 +274,10 @@ def _restated(small_month: Path, folder: Path):
       restatement (+$7) but its files were copied earlier (file time 2026-11-01) than the older
       ``20261102T000000Z`` delivery (file time 2026-11-05): the export's own time wins.
     """
-    landing = folder / "landing"
+    landing = root / "landing"
     shutil.copytree(small_month, landing)
     focus_dir = landing / "billing" / "focus"
-    focus_copy = folder / "restated_focus" / "focus"
+    focus_copy = root / "restated_focus" / "focus"
     shutil.copytree(focus_dir, focus_copy)
     render_bill(landing, "cur-legacy")
     (cur_file,) = (landing / "billing" / "aws_cur").rglob("*.csv.gz")
@@ -328,7 +328,7 @@ def _restated(small_month: Path, folder: Path):
             writer.writerows(out)
         _set_mtime(export / folder, when)
     bill = sum(Decimal(line["BilledCost"]) for line in read_focus_lines(small_month))
-    warehouse = build(landing, folder / "restated_build")
+    warehouse = build(landing, root / "restated_build")
     return warehouse, bill, len(rows), first.name, second.name
 
 
