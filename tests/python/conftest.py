@@ -1,18 +1,32 @@
-"""Shared fixtures: build the warehouse once per session and reuse it."""
+"""Shared fixtures: the warehouses several suites read, built once per session and reused (the landing
+zones and the sharing across workers are in tests/python/landing_zones.py)."""
 
 from __future__ import annotations
 
 import decimal
 import os
-import shutil
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import narwhals as nw
 import pytest
+
+from tests.python.landing_zones import (  # noqa: F401 (the suites import these from here too)
+    PROJECT_DIR,
+    REAL_FOCUS,
+    REAL_FOCUS_VARS,
+    SHARED_DATA,
+    SHARED_FIXTURES,
+    Warehouse,
+    real_focus_landing,
+    run_dbt,
+    shared_build,
+    shared_fixture,
+    shared_landing,
+)
+from tests.python.landing_zones import build as _build  # noqa: F401
+from tests.python.landing_zones import generated_month as _generated_month
 
 # pytest-xdist's workers run under execnet, whose `__main__` has neither `__spec__` nor
 # `__file__`. Great Expectations imports `pyspark.sql.connect` when PySpark is installed (the
@@ -27,90 +41,30 @@ if getattr(_main, "__spec__", None) is None and not hasattr(_main, "__file__"):
 # (the default context keeps 28 and would round the test's own sums, not the code under test).
 decimal.getcontext().prec = 80
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]
-SHARED_DATA = PROJECT_DIR.parent / "shared" / "data"
-REAL_FOCUS = SHARED_DATA / "billing" / "focus1.0_sample_1000.csv"
 
-
-@dataclass
-class Warehouse:
-    """A built DuckDB warehouse and the landing zone it was built from."""
-
-    landing: Path
-    path: Path
-    work: Path
-
-    def dbt(self, *args: str, warehouse: Path | None = None) -> subprocess.CompletedProcess:
-        """Run a dbt command against this landing zone (and this or another warehouse file)."""
-        return run_dbt(self.landing, warehouse or self.path, self.work, *args)
-
-    def sql(self, query: str, warehouse: Path | None = None) -> list[tuple]:
-        with duckdb.connect(str(warehouse or self.path), read_only=True) as con:
-            return con.sql(query).fetchall()
-
-    def copy(self, name: str) -> Path:
-        """A copy of the warehouse file to tamper with or rebuild under other vars."""
-        target = self.work / f"{name}.duckdb"
-        shutil.copyfile(self.path, target)
-        return target
-
-
-def run_dbt(landing: Path, warehouse: Path, work: Path, *args: str) -> subprocess.CompletedProcess:
-    from gpucost.commands.cli import dbt_env, dbt_executable
-
-    env = dbt_env(landing, warehouse)
-    command = [dbt_executable(), *args]
-    command += ["--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR)]
-    command += ["--target-path", str(work / "target"), "--log-path", str(work / "logs")]
-    return subprocess.run(
-        command, cwd=PROJECT_DIR, env=env, capture_output=True, text=True, check=False
-    )
-
-
-def _build(landing: Path, work: Path, *extra: str) -> Warehouse:
-    work.mkdir(parents=True, exist_ok=True)
-    warehouse = Warehouse(landing=landing, path=work / "gpucost.duckdb", work=work)
-    result = warehouse.dbt("build", *extra)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
-    return warehouse
-
-
-@pytest.fixture(scope="session")
+# The warehouses several suites read are built once per session, whichever worker asks first
+# (tests/python/landing_zones.py): their tests are grouped by module like any other, so the two workers
+# share them out.
+@shared_fixture
 def generated_month(tmp_path_factory) -> tuple[Path, dict]:
-    from gpucost.synth import MonthConfig, generate_month
-
-    landing = tmp_path_factory.mktemp("generated") / "landing"
-    summary = generate_month(
-        landing, MonthConfig(seed=7, nodes=4, days=3, step_seconds=600, clusters=2)
-    )
-    return landing, summary
+    return shared_landing(tmp_path_factory, "generated_month", _generated_month)
 
 
-@pytest.fixture(scope="session")
+@shared_fixture
 def generated_warehouse(generated_month, tmp_path_factory) -> Warehouse:
     landing, _ = generated_month
-    return _build(landing, tmp_path_factory.mktemp("generated_build"))
+    # the one build that runs dbt's unit tests under the default vars (landing_zones.run_dbt)
+    return shared_build(tmp_path_factory, "generated_warehouse", lambda _: landing, unit_tests=True)
 
 
-@pytest.fixture(scope="session")
+@shared_fixture
 def real_focus_warehouse(tmp_path_factory) -> Warehouse:
-    if not REAL_FOCUS.exists():
-        pytest.fail(f"real FOCUS sample missing: {REAL_FOCUS} (the repo expects ../shared/data)")
-    landing = tmp_path_factory.mktemp("real_focus") / "landing"
-    (landing / "billing" / "focus").mkdir(parents=True)
-    shutil.copyfile(REAL_FOCUS, landing / "billing" / "focus" / REAL_FOCUS.name)
-    return _build(
-        landing,
-        tmp_path_factory.mktemp("real_focus_build"),
-        "--vars",
-        "{gpucost_tag_key_project: application, gpucost_tag_key_team: business_unit}",
+    return shared_build(
+        tmp_path_factory,
+        "real_focus_warehouse",
+        lambda folder: real_focus_landing(folder / "landing"),
+        *REAL_FOCUS_VARS,
     )
-
-
-# Parallel runs (pytest-xdist, `-n 2 --dist loadgroup` in scripts/test.sh): tests sharing a built
-# warehouse run on one worker so each session fixture is built once; other tests go by module, keeping
-# module-scoped fixtures on one worker too.
-_SHARED_BUILDS = ("generated_warehouse", "real_focus_warehouse")
 
 
 @pytest.fixture(scope="session")
@@ -149,9 +103,27 @@ def engine(request):
         yield lambda table: nw.from_native(session.createDataFrame(table))
 
 
+def _group(item) -> str:
+    """The module, if the test uses a fixture of this suite that outlives one test; else the test."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return item.module.__name__
+    for name, definitions in info.name2fixturedefs.items():
+        if name in SHARED_FIXTURES:
+            continue
+        # pytest's and plugins' own fixtures have no baseid (tmp_path_factory, pytestconfig...)
+        if any(d.baseid and d.scope != "function" for d in definitions):
+            return item.module.__name__
+    return item.nodeid
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """Group each test (xdist_group), then name its group in its node id for `--dist loadgroup`.
+    """Group each test (xdist_group) unless it names a group, then name its group in its node id for
+    `--dist loadgroup`. A test that uses a module-scoped (or wider) fixture of this suite is grouped
+    by its module, so that fixture is built once, on one worker; the session warehouses are shared by
+    all workers (landing_zones.shared) and do not count. Any other test is a group of its own, so the
+    two workers share out even one module's long tests (test_idempotency's six builds).
 
     pytest-xdist (3.8) tells its controller a test's group by appending ``@<group>`` to
     ``item._nodeid``, which pytest 9.2 no longer reads (a node id is ``item._id``, a NodeId): the
@@ -160,9 +132,7 @@ def pytest_collection_modifyitems(config, items):
     appended here, after xdist's own hook (a no-op then, or the same suffix on older pytest)."""
     for item in items:
         if not item.get_closest_marker("xdist_group"):
-            shared = [name for name in _SHARED_BUILDS if name in getattr(item, "fixturenames", ())]
-            group = shared[0] if shared else item.module.__name__
-            item.add_marker(pytest.mark.xdist_group(group))
+            item.add_marker(pytest.mark.xdist_group(_group(item)))
     if not getattr(config.option, "loadgroup", False):
         return
     for item in items:

@@ -16,7 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.python.conftest import Warehouse, run_dbt
+from tests.python.landing_zones import (
+    Warehouse,
+    copy_landing,
+    run_dbt,
+    small_month_landing,
+    small_month_warehouse,
+)
 
 pytestmark = pytest.mark.warehouse
 
@@ -63,17 +69,12 @@ def write_focus(path: Path, rows: list[dict[str, str]], header: list[str] | None
 
 @pytest.fixture(scope="module")
 def tiny_month(tmp_path_factory) -> Path:
-    from gpucost.synth import MonthConfig, generate_month
-
-    landing = tmp_path_factory.mktemp("tiny") / "landing"
-    generate_month(landing, MonthConfig(seed=11, nodes=2, days=1, step_seconds=900, clusters=1))
-    return landing
+    # the month of test_bill_formats (without Slurm), so the clean base build below is shared with it
+    return small_month_landing(tmp_path_factory)
 
 
 def landing_copy(tiny_month: Path, tmp_path: Path) -> Path:
-    target = tmp_path / "landing"
-    shutil.copytree(tiny_month, target)
-    return target
+    return copy_landing(tiny_month, tmp_path / "landing")
 
 
 def build(landing: Path, work: Path, *extra: str):
@@ -432,8 +433,7 @@ def prom(metric: dict[str, str], values: list[list]) -> dict:
 @pytest.fixture(scope="module")
 def telemetry_cases(tiny_month, tmp_path_factory) -> tuple[Warehouse, Warehouse]:
     tmp = tmp_path_factory.mktemp("telemetry_cases")
-    base, result = build(tiny_month, tmp / "base")
-    assert result.returncode == 0, result.stdout[-4000:]
+    base = small_month_warehouse(tmp_path_factory)  # tiny_month as landed, built once a session
     landing = landing_copy(tiny_month, tmp)
     dcgm = sorted((landing / "metrics" / "dcgm").iterdir())[0]  # the cluster folder
     cases = dcgm / "cases"

@@ -8,13 +8,23 @@ import gzip
 import json
 import shutil
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from gpucost.synth.bill_formats import BILL_FORMATS, read_focus_lines, render_bill
-from tests.python.conftest import _build
+from tests.python.landing_zones import (
+    build,
+    rendered_landing,
+    shared,
+    shared_build,
+    shared_fixture,
+    shared_landing,
+    small_month_landing,
+    small_month_warehouse,
+)
 
 pytestmark = pytest.mark.warehouse
 
@@ -22,27 +32,35 @@ pytestmark = pytest.mark.warehouse
 NATIVE = [fmt for fmt in BILL_FORMATS if fmt not in ("focus", "onprem")]
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def small_month(tmp_path_factory) -> Path:
-    from gpucost.synth import MonthConfig, generate_month
-
-    landing = tmp_path_factory.mktemp("formats") / "focus" / "landing"
     # without the Slurm queue: its node-hours stay FOCUS lines under every format (test_usage_sources)
-    config = MonthConfig(seed=11, nodes=2, days=1, step_seconds=900, clusters=1, slurm_nodes=0)
-    generate_month(landing, config)
-    return landing
+    return small_month_landing(tmp_path_factory)
 
 
-@pytest.fixture(scope="module")
+class _Builds(dict):
+    """One warehouse per format, from copies of the same generated month: each built once per session
+    when a test first asks for it (the workers build different formats at the same time)."""
+
+    def __init__(self, small_month: Path, tmp_path_factory):
+        super().__init__()
+        self.month, self.factory = small_month, tmp_path_factory
+
+    def __missing__(self, fmt: str):
+        if fmt == "focus":
+            self[fmt] = small_month_warehouse(self.factory)
+        else:
+            self[fmt] = shared_build(
+                self.factory,
+                f"bill_format_{fmt}",
+                lambda folder: rendered_landing(self.month, folder / "landing", fmt),
+            )
+        return self[fmt]
+
+
+@shared_fixture
 def builds(small_month, tmp_path_factory) -> dict:
-    """One warehouse per format, from copies of the same generated month."""
-    built = {"focus": _build(small_month, tmp_path_factory.mktemp("build_focus"))}
-    for fmt in NATIVE:
-        landing = tmp_path_factory.mktemp(f"landing_{fmt}") / "landing"
-        shutil.copytree(small_month, landing)
-        render_bill(landing, fmt)
-        built[fmt] = _build(landing, tmp_path_factory.mktemp(f"build_{fmt}"))
-    return built
+    return _Builds(small_month, tmp_path_factory)
 
 
 def _billed_in_files(landing: Path, fmt: str) -> Decimal:
@@ -144,11 +162,13 @@ def test_every_format_splits_claimed_disks_over_the_same_pods(builds, fmt):
     assert builds[fmt].sql(query) == focus
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def onprem_landing(small_month, tmp_path_factory) -> Path:
-    landing = tmp_path_factory.mktemp("landing_onprem_items") / "landing"
-    shutil.copytree(small_month, landing)
-    render_bill(landing, "onprem")
+    landing, _ = shared_landing(
+        tmp_path_factory,
+        "bill_format_onprem_items",
+        lambda landing: rendered_landing(small_month, landing, "onprem"),
+    )
     return landing
 
 
@@ -192,7 +212,7 @@ def test_onprem_month_reconciles_and_places_every_non_shared_cent_like_focus(
     $165,177) become the biggest owner, so a team's shared share shrinks. Measured on this month
     (seed 11, 2 nodes + the shared node, 1 day, $7,712.63 bill): at most $383.18 per team; asserted
     below $500 and nonzero (the move is real, not rounding)."""
-    warehouse = _build(onprem_landing, tmp_path_factory.mktemp("build_onprem_items"))
+    warehouse = build(onprem_landing, tmp_path_factory.mktemp("build_onprem_items"))
     ((billed, reconciled, residual, eff_residual, quarantined),) = warehouse.sql(
         "select sum(billed_cost), bool_and(is_reconciled), max(abs(billed_residual)),"
         " max(abs(effective_residual)), sum(quarantined_line_count) from marts.rpt_reconciliation"
@@ -239,8 +259,12 @@ def _set_mtime(folder: Path, when: int) -> None:
         os.utime(path, (when, when))
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def restated(small_month, tmp_path_factory):
+    return shared(tmp_path_factory, "bill_formats_restated", partial(_restated, small_month))
+
+
+def _restated(small_month: Path, root: Path):
     """Two restated months whose delivery folders sort the wrong way round.
 
     - legacy CUR: assemblyId GUID folders. The first delivery lands in ``f3c1...``, the restatement
@@ -250,10 +274,10 @@ def restated(small_month, tmp_path_factory):
       restatement (+$7) but its files were copied earlier (file time 2026-11-01) than the older
       ``20261102T000000Z`` delivery (file time 2026-11-05): the export's own time wins.
     """
-    landing = tmp_path_factory.mktemp("restated") / "landing"
+    landing = root / "landing"
     shutil.copytree(small_month, landing)
     focus_dir = landing / "billing" / "focus"
-    focus_copy = tmp_path_factory.mktemp("restated_focus") / "focus"
+    focus_copy = root / "restated_focus" / "focus"
     shutil.copytree(focus_dir, focus_copy)
     render_bill(landing, "cur-legacy")
     (cur_file,) = (landing / "billing" / "aws_cur").rglob("*.csv.gz")
@@ -304,7 +328,7 @@ def restated(small_month, tmp_path_factory):
             writer.writerows(out)
         _set_mtime(export / folder, when)
     bill = sum(Decimal(line["BilledCost"]) for line in read_focus_lines(small_month))
-    warehouse = _build(landing, tmp_path_factory.mktemp("restated_build"))
+    warehouse = build(landing, root / "restated_build")
     return warehouse, bill, len(rows), first.name, second.name
 
 

@@ -28,8 +28,7 @@ import requests
 from gpucost.commands.cli import main
 from tests.python.conftest import Warehouse, _build
 
-# one worker builds the generated month and starts the server for every test here (scripts/test.sh)
-pytestmark = pytest.mark.xdist_group("generated_warehouse")
+# the server and the collected months are module fixtures: the tests here share one worker
 
 USER = "gpucost"
 PASSWORD = "gpucost-test"

@@ -21,7 +21,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.python.conftest import Warehouse, run_dbt
+from tests.python.landing_zones import (
+    Warehouse,
+    copy_landing,
+    run_dbt,
+    shared_landing,
+    small_month,
+)
 from tests.python.test_bad_inputs import FOCUS_HEADER, line, write_focus
 from tests.python.test_native_bills import CUR_COLUMNS, _azure, _cur_row, _write_csv, _write_rows
 
@@ -61,11 +67,9 @@ def age(path: Path, seconds: float) -> None:
 
 @pytest.fixture(scope="module")
 def deliveries(tmp_path_factory) -> tuple[Warehouse, str]:
-    from gpucost.synth import MonthConfig, generate_month
-
     root = tmp_path_factory.mktemp("deliveries")
-    landing = root / "land[1]*?" / "landing"
-    generate_month(landing, MonthConfig(seed=11, nodes=2, days=1, step_seconds=900, clusters=1))
+    month, _ = shared_landing(tmp_path_factory, "small_month", small_month)
+    landing = copy_landing(month, root / "land[1]*?" / "landing")
     focus = landing / "billing" / "focus"
 
     # a month partitioned by day (Hive style): every day folder is a part of one delivery

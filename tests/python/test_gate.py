@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpucost.commands.gate import evaluate
-from tests.python.conftest import PROJECT_DIR
+from tests.python.landing_zones import PROJECT_DIR, native_landing
 
 D = Decimal
 GOOD = (
@@ -85,8 +85,6 @@ def test_a_landing_zone_of_native_bills_only_passes_the_gate(tmp_path):
     """The real native samples (CUR, Azure EA actual + amortised, OCI, a GCP line) and no FOCUS
     file: validated, built and reconciled. Azure's amortised lines that the actual export already
     holds are notes, not quarantined money."""
-    from tests.python.test_validation import native_landing
-
     passed = gate(native_landing(tmp_path), tmp_path / "native.duckdb", validate=True)
     assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-2000:]
     assert "GATE PASSED" in passed.stdout

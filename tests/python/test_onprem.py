@@ -19,6 +19,7 @@ rack-7,colocation,,{cluster},Rack 7 colocation,dc-finance,USD,4200.00,2026-01-01
 nvaie,licence,,{cluster},NVIDIA AI Enterprise,dc-finance,USD,3600.00,2026-01-01,,,,
 grid,power,{node},{cluster},Grid tariff,dc-finance,USD,,2026-01-01,,,,0.142
 """
+UNUSABLE_ITEM = "old-box,hardware,n1,,no life,dc,USD,1000,2026-01-01,,0,,\n"
 T0 = 1790812800  # 2026-10-01T00:00:00Z
 # GPU energy counter (mJ): +2.52e9 mJ per 15 min, an exporter restart (reset) in hour 1
 ENERGY = [
@@ -39,8 +40,10 @@ def onprem_warehouse(generated_warehouse, tmp_path_factory):
     landing = tmp_path_factory.mktemp("onprem") / "landing"
     shutil.copytree(generated_warehouse.landing, landing)
     (landing / "billing" / "onprem").mkdir(parents=True)
+    # and one item that cannot be depreciated (0 months): quarantined beside the good ones, whose
+    # amounts and reconciliation the tests below check to the 1e-18 (one build for both)
     (landing / "billing" / "onprem" / "items.csv").write_text(
-        ITEMS.format(node=node, cluster=cluster), encoding="utf-8"
+        ITEMS.format(node=node, cluster=cluster) + UNUSABLE_ITEM, encoding="utf-8"
     )
     series = {
         "__name__": "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
@@ -118,13 +121,8 @@ def test_onprem_lines_flow_through_the_same_allocation_and_reconcile(onprem_ware
     ) == [(True, 0)]
 
 
-def test_an_unusable_item_is_quarantined_with_its_reason(onprem_warehouse, tmp_path):
-    landing = tmp_path / "landing"
-    shutil.copytree(onprem_warehouse.landing, landing)
-    with (landing / "billing" / "onprem" / "items.csv").open("a", encoding="utf-8") as handle:
-        handle.write("old-box,hardware,n1,,no life,dc,USD,1000,2026-01-01,,0,,\n")
-    warehouse = _build(landing, tmp_path / "build")
-    assert warehouse.sql(
+def test_an_unusable_item_is_quarantined_with_its_reason(onprem_warehouse):
+    assert onprem_warehouse.sql(
         "select metric_name, quarantine_reason from marts.rpt_quarantine"
         " where source_kind = 'billing/onprem'"
     ) == [("item old-box", "invalid depreciation_months")]

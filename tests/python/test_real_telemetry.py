@@ -31,6 +31,7 @@ import pytest
 from gpucost.commands.gate import evaluate_telemetry, telemetry_gate
 from gpucost.engines.prom_text import file_time, parse_metrics_text
 from tests.python.conftest import PROJECT_DIR, SHARED_DATA, Warehouse, run_dbt
+from tests.python.landing_zones import two_day_month
 
 pytestmark = pytest.mark.warehouse
 
@@ -143,12 +144,8 @@ BAD_FILES = {
 
 
 def _land(root: Path) -> tuple[Path, dict]:
-    from gpucost.synth import MonthConfig, generate_month
-
     landing = root / "landing"
-    summary = generate_month(
-        landing, MonthConfig(seed=3, nodes=2, days=2, step_seconds=900, clusters=1)
-    )
+    summary = two_day_month(landing)
     # a day of 0-byte DCGM files: the second day of the Kubernetes cluster
     lost_day = landing / "metrics" / "dcgm" / "gpu-east" / "2026-10-02"
     for path in lost_day.glob("*.json"):

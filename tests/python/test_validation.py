@@ -18,6 +18,7 @@ import pytest
 
 from gpucost.validation.validate import Failure, ValidationReport, validate_landing
 from tests.python.conftest import REAL_FOCUS
+from tests.python.landing_zones import native_landing
 
 os.environ["GX_ANALYTICS_ENABLED"] = "false"
 
@@ -463,40 +464,6 @@ def test_cli_exits_0_on_the_generated_month(generated_month, capsys):
 # --- the build's rules -------------------------------------------------------------------------
 
 BILLING_SAMPLES = REAL_FOCUS.parent
-
-
-def native_landing(tmp_path: Path) -> Path:
-    """The real native bill samples of ../shared/data/billing (AWS legacy CUR, Azure EA actual and
-    amortised, OCI), each in its folder, and a GCP export line and an on-prem cost item."""
-    landing = tmp_path / "landing"
-    for folder, names in {
-        "aws_cur": ["aws_legacy_cur_sample_focus_converters.csv"],
-        "azure": [
-            "azure_ea_actual_sample_focus_converters.csv",
-            "azure_ea_actualcost_small_finops_toolkit.csv",
-            "azure_ea_amortizedcost_small_finops_toolkit.csv",
-        ],
-        "oci": ["oci_cost_report_sample_focus_converters.csv"],
-    }.items():
-        (landing / "billing" / folder).mkdir(parents=True)
-        for name in names:
-            shutil.copyfile(BILLING_SAMPLES / name, landing / "billing" / folder / name)
-    (landing / "billing" / "gcp").mkdir()
-    (landing / "billing" / "gcp" / "export.jsonl").write_text(
-        json.dumps(
-            {
-                "billing_account_id": "01ABCD-234567-89EFGH",
-                "cost": 1.25,
-                "currency": "USD",
-                "invoice": {"month": "202610"},
-                "usage_start_time": "2026-10-01 00:00:00 UTC",
-                "usage_end_time": "2026-10-01 01:00:00 UTC",
-            }
-        )
-        + "\n",
-        encoding="utf-8",
-    )
-    return landing
 
 
 def test_a_landing_zone_of_native_bills_only_passes(tmp_path):

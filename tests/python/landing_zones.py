@@ -1,0 +1,299 @@
+"""Every landing zone the tests build from, and the warehouses built from them, made once per session.
+
+Landing zones (each a function that writes one into a given folder):
+
+- ``generated_month``: the session's generated month (seed 7, 4 nodes, 3 days, 2 clusters);
+- ``small_month``: a one-day month of two nodes and one cluster (seed 11), with or without the Slurm
+  queue, that the bad-input, delivery and bill-format suites add their cases to;
+- ``two_day_month``: two days of two nodes (seed 3), beside which the real telemetry files land;
+- ``real_focus_landing``: the real FOCUS sample of ../shared/data;
+- ``native_landing``: the real native bill samples (CUR, Azure EA, OCI), a GCP line, no FOCUS file;
+- ``rendered_landing``: a copy of a month whose FOCUS bill is rendered in a native format.
+
+Sharing: ``shared`` makes a thing once per pytest session, across pytest-xdist workers (a file lock in
+the session's base temp folder, which every worker of one session shares), so a warehouse that several
+suites read is built once however the suites are spread over the workers. ``shared_build`` builds a
+warehouse that way. Tests that change a shared warehouse change a copy (``Warehouse.copy``); tests
+that change a shared landing zone change a copy (``copy_landing``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pickle
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TypeVar
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+SHARED_DATA = PROJECT_DIR.parent / "shared" / "data"
+REAL_FOCUS = SHARED_DATA / "billing" / "focus1.0_sample_1000.csv"
+BILLING_SAMPLES = SHARED_DATA / "billing"
+
+T = TypeVar("T")
+
+
+# --- warehouses and dbt ---------------------------------------------------------------------------
+
+
+def worker() -> str:
+    """This test process's name: the pytest-xdist worker (gw0, gw1...) or ``main``."""
+    return os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
+@dataclass
+class Warehouse:
+    """A built DuckDB warehouse and the landing zone it was built from.
+
+    ``work`` belongs to this test process (dbt's target and logs, copies): a shared warehouse's file
+    is read by every worker, never written."""
+
+    landing: Path
+    path: Path
+    work: Path
+
+    def dbt(
+        self, *args: str, warehouse: Path | None = None, unit_tests: bool | None = None
+    ) -> subprocess.CompletedProcess:
+        """Run a dbt command against this landing zone (and this or another warehouse file)."""
+        return run_dbt(
+            self.landing, warehouse or self.path, self.work, *args, unit_tests=unit_tests
+        )
+
+    def sql(self, query: str, warehouse: Path | None = None) -> list[tuple]:
+        import duckdb
+
+        with duckdb.connect(str(warehouse or self.path), read_only=True) as con:
+            return con.sql(query).fetchall()
+
+    def copy(self, name: str) -> Path:
+        """A copy of the warehouse file to tamper with or rebuild under other vars."""
+        self.work.mkdir(parents=True, exist_ok=True)
+        target = self.work / f"{name}.duckdb"
+        shutil.copyfile(self.path, target)
+        return target
+
+
+# dbt's unit tests run a model on given rows: their result depends on neither the landing zone nor the
+# warehouse. The session's generated warehouse runs them (``unit_tests=True``); every other ``dbt build``
+# under the project's default vars would only repeat them (8 unit tests, 15-18 % of a small build).
+NO_UNIT_TESTS = ("--exclude-resource-type", "unit_test")
+
+
+def run_dbt(
+    landing: Path, warehouse: Path, work: Path, *args: str, unit_tests: bool | None = None
+) -> subprocess.CompletedProcess:
+    """Run dbt on this project against a landing zone and a warehouse file, target and logs in ``work``.
+
+    ``unit_tests``: whether a ``dbt build`` runs the unit tests; by default only when it passes
+    ``--vars`` (the one build that runs them under the default vars is the generated warehouse's)."""
+    from gpucost.commands.cli import dbt_env, dbt_executable
+
+    if unit_tests is None:
+        unit_tests = "--vars" in args
+    env = dbt_env(landing, warehouse)
+    command = [dbt_executable(), *args]
+    if args[:1] == ("build",) and not unit_tests:
+        command += NO_UNIT_TESTS
+    command += ["--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR)]
+    command += ["--target-path", str(work / "target"), "--log-path", str(work / "logs")]
+    return subprocess.run(
+        command, cwd=PROJECT_DIR, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def build(landing: Path, work: Path, *extra: str, unit_tests: bool | None = None) -> Warehouse:
+    """``dbt build`` of a landing zone into ``work/gpucost.duckdb``; fails the test unless it passes."""
+    work.mkdir(parents=True, exist_ok=True)
+    warehouse = Warehouse(landing=landing, path=work / "gpucost.duckdb", work=work)
+    result = warehouse.dbt("build", *extra, unit_tests=unit_tests)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    return warehouse
+
+
+# --- made once per session, across workers ------------------------------------------------------
+
+
+def session_dir(tmp_path_factory) -> Path:
+    """A folder every worker of this pytest session shares (the parent of the workers' base temps)."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "shared"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def shared(tmp_path_factory, name: str, make: Callable[[Path], T]) -> T:
+    """``make(folder)``, run once per session under a lock; other workers wait, then reuse its result.
+
+    A failed ``make`` leaves nothing behind, so the next worker that asks runs (and fails) it again."""
+    root = session_dir(tmp_path_factory)
+    folder, done = root / name, root / f"{name}.result"
+    with (root / f"{name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if done.exists():
+                return pickle.loads(done.read_bytes())
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            result = make(folder)
+            done.write_bytes(pickle.dumps(result))
+            return result
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+# session fixtures made through ``shared``: a test using them needs no particular worker (conftest's
+# xdist grouping skips them)
+SHARED_FIXTURES: set[str] = set()
+
+
+def shared_fixture(function):
+    """A session fixture whose value is made once for all workers (through ``shared``)."""
+    import pytest
+
+    SHARED_FIXTURES.add(function.__name__)
+    return pytest.fixture(scope="session")(function)
+
+
+def shared_build(
+    tmp_path_factory,
+    name: str,
+    make_landing: Callable[[Path], Path],
+    *extra: str,
+    unit_tests: bool | None = None,
+) -> Warehouse:
+    """The warehouse of ``make_landing(folder)`` (a landing zone), built once per session with
+    ``dbt build *extra``; its ``work`` folder is this worker's own."""
+
+    def make(folder: Path) -> Warehouse:
+        return build(make_landing(folder), folder / "build", *extra, unit_tests=unit_tests)
+
+    warehouse = shared(tmp_path_factory, name, make)
+    return replace(warehouse, work=warehouse.path.parent / f"work-{worker()}")
+
+
+def shared_landing(tmp_path_factory, name: str, make: Callable[[Path], T]) -> tuple[Path, T]:
+    """A landing zone written once per session by ``make(landing)`` (read it; change a copy)."""
+    return shared(
+        tmp_path_factory, name, lambda folder: (folder / "landing", make(folder / "landing"))
+    )
+
+
+# --- landing zones ----------------------------------------------------------------------------------
+
+
+def copy_landing(source: Path, target: Path) -> Path:
+    """A private copy of a landing zone (``target`` must not exist)."""
+    shutil.copytree(source, target)
+    return target
+
+
+def generated_month(landing: Path) -> dict:
+    """The session's generated month: 4 nodes, 3 days at 10-minute steps, 2 clusters."""
+    from gpucost.synth import MonthConfig, generate_month
+
+    return generate_month(
+        landing, MonthConfig(seed=7, nodes=4, days=3, step_seconds=600, clusters=2)
+    )
+
+
+def small_month(landing: Path, *, slurm: bool = True) -> None:
+    """One day of 2 nodes (and the shared-GPU node) in one cluster at 15-minute steps (seed 11);
+    ``slurm=False`` leaves out the Slurm queue (its node-hours then stay plain FOCUS lines)."""
+    from gpucost.synth import MonthConfig, generate_month
+
+    config = MonthConfig(seed=11, nodes=2, days=1, step_seconds=900, clusters=1)
+    generate_month(landing, config if slurm else replace(config, slurm_nodes=0))
+
+
+def two_day_month(landing: Path) -> dict:
+    """Two days of 2 nodes in one cluster at 15-minute steps (seed 3): the month the real telemetry
+    files are landed beside (test_real_telemetry)."""
+    from gpucost.synth import MonthConfig, generate_month
+
+    return generate_month(
+        landing, MonthConfig(seed=3, nodes=2, days=2, step_seconds=900, clusters=1)
+    )
+
+
+def small_month_landing(tmp_path_factory) -> Path:
+    """The small month without the Slurm queue, written once per session (read it; change a copy)."""
+    from functools import partial
+
+    landing, _ = shared_landing(
+        tmp_path_factory, "small_month_without_slurm", partial(small_month, slurm=False)
+    )
+    return landing
+
+
+def small_month_warehouse(tmp_path_factory) -> Warehouse:
+    """The small month without Slurm, built once per session: the FOCUS reference of the bill
+    formats and the clean base of the bad-input cases."""
+    landing = small_month_landing(tmp_path_factory)
+    return shared_build(tmp_path_factory, "small_month_without_slurm_build", lambda _: landing)
+
+
+def real_focus_landing(landing: Path) -> Path:
+    """The real FOCUS 1.0 sample (1,000 lines) alone in billing/focus."""
+    import pytest
+
+    if not REAL_FOCUS.exists():
+        pytest.fail(f"real FOCUS sample missing: {REAL_FOCUS} (the repo expects ../shared/data)")
+    (landing / "billing" / "focus").mkdir(parents=True)
+    shutil.copyfile(REAL_FOCUS, landing / "billing" / "focus" / REAL_FOCUS.name)
+    return landing
+
+
+# the vars the real FOCUS sample is built with: its tags name the project and team otherwise
+REAL_FOCUS_VARS = (
+    "--vars",
+    "{gpucost_tag_key_project: application, gpucost_tag_key_team: business_unit}",
+)
+
+
+def native_landing(tmp_path: Path) -> Path:
+    """The real native bill samples of ../shared/data/billing (AWS legacy CUR, Azure EA actual and
+    amortised, OCI), each in its folder, and a GCP export line; no FOCUS file."""
+    landing = tmp_path / "landing"
+    for folder, names in {
+        "aws_cur": ["aws_legacy_cur_sample_focus_converters.csv"],
+        "azure": [
+            "azure_ea_actual_sample_focus_converters.csv",
+            "azure_ea_actualcost_small_finops_toolkit.csv",
+            "azure_ea_amortizedcost_small_finops_toolkit.csv",
+        ],
+        "oci": ["oci_cost_report_sample_focus_converters.csv"],
+    }.items():
+        (landing / "billing" / folder).mkdir(parents=True)
+        for name in names:
+            shutil.copyfile(BILLING_SAMPLES / name, landing / "billing" / folder / name)
+    (landing / "billing" / "gcp").mkdir()
+    (landing / "billing" / "gcp" / "export.jsonl").write_text(
+        json.dumps(
+            {
+                "billing_account_id": "01ABCD-234567-89EFGH",
+                "cost": 1.25,
+                "currency": "USD",
+                "invoice": {"month": "202610"},
+                "usage_start_time": "2026-10-01 00:00:00 UTC",
+                "usage_end_time": "2026-10-01 01:00:00 UTC",
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    return landing
+
+
+def rendered_landing(month: Path, landing: Path, fmt: str) -> Path:
+    """A copy of ``month`` whose FOCUS bill is rendered in the native format ``fmt``."""
+    from gpucost.synth.bill_formats import render_bill
+
+    copy_landing(month, landing)
+    render_bill(landing, fmt)
+    return landing
