@@ -1,0 +1,18 @@
+-- The landed exchange rates into the reporting currency (var gpucost_reporting_currency), one per source
+-- currency and month: what rpt_chargeback_reporting_currency converts statements with.
+with
+
+rates as (
+
+    select * from {{ ref('stg_reference__fx_rates') }}
+
+),
+
+final as (
+
+    select * from rates
+    where to_currency = '{{ var("gpucost_reporting_currency") }}'
+
+)
+
+select * from final
