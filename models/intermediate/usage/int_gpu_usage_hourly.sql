@@ -321,7 +321,8 @@ requests_hourly as (
         {{ epoch_hour_floor('request_intervals.sampled_epoch') }} as hour_start_epoch,
         request_intervals.workload_id,
         sum(cast(round(
-            request_intervals.requested_gpus * {{ mig_share('request_intervals.mig_profile', 'node_models.gpu_model') }} * 1000
+            request_intervals.requested_gpus
+            * {{ mig_share('request_intervals.mig_profile', 'node_models.gpu_model') }} * 1000
             * request_intervals.duration_seconds
         ) as bigint)) as requested_gpu_ms,
         -- a time-sliced replica (nvidia.com/gpu.shared) asks for one replica, not one GPU
