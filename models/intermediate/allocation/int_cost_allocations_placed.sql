@@ -112,7 +112,8 @@ usage as (
             else 'unallocated'
         end as allocation_kind,
         prorated.allocation_basis,
-        owners.attribution_method,
+        -- a node line without telemetry is one unallocated row with no workload: no owner, method none
+        coalesce(owners.attribution_method, 'none') as attribution_method,
         owners.attribution_rule_id,
         case
             when prorated.allocation_kind = 'unallocated' then cast(0 as double)
