@@ -10,7 +10,14 @@ rates as (
 
 final as (
 
-    select * from rates
+    select
+        fx_rate_id,
+        from_currency,
+        to_currency,
+        rate_source,
+        fx_rate,
+        rate_month
+    from rates
     where to_currency = '{{ var("gpucost_reporting_currency") }}'
 
 )
