@@ -37,6 +37,10 @@ echo "== dbt parse"
 GPUCOST_WAREHOUSE="$scratch/parse.duckdb" \
     .venv/bin/dbt parse --project-dir . --profiles-dir . --target-path "$scratch/target" >/dev/null
 
+echo "== dbt-score and dbt-bouncer (the parsed manifest: docs, keys, layers; docs/dbt-conventions.md)"
+.venv/bin/dbt-score lint --manifest "$scratch/target/manifest.json" --show failing-items
+DBT_PROJECT_DIR="$scratch" .venv/bin/dbt-bouncer run --config-file dbt-bouncer.yml --output-only-failures
+
 echo "== browser for the dashboard test (Debian chromium, playwright-core via npm ci)"
 bash scripts/install_browser.sh
 echo "== prometheus and promtool for the collector test (Debian's prometheus package)"

@@ -50,9 +50,10 @@ volume_prorated as (
 
 ),
 
-workloads as (
+owners as (
 
-    select * from {{ ref('int_workloads') }}
+    -- every workload's owner, resolved once; a line's part without a workload (unallocated) has none
+    select * from {{ ref('int_workload_owners_resolved') }}
 
 ),
 
@@ -102,31 +103,32 @@ usage as (
     select
         prorated.charge_id,
         prorated.workload_id,
-        coalesce(workloads.team_id, '{{ unallocated_owner() }}') as team_id,
-        coalesce(workloads.project_id, '{{ unallocated_owner() }}') as project_id,
-        workloads.user_id,
+        coalesce(owners.team_id, '{{ unallocated_owner() }}') as team_id,
+        coalesce(owners.project_id, '{{ unallocated_owner() }}') as project_id,
+        owners.user_id,
         case
             when prorated.allocation_kind = 'unallocated' then 'unallocated'
-            when workloads.is_attributed then 'usage'
+            when owners.is_attributed then 'usage'
             else 'unallocated'
         end as allocation_kind,
         prorated.allocation_basis,
-        coalesce(workloads.attribution_method, 'none') as attribution_method,
-        workloads.attribution_rule_id,
+        -- a node line without telemetry is one unallocated row with no workload: no owner, method none
+        coalesce(owners.attribution_method, 'none') as attribution_method,
+        owners.attribution_rule_id,
         case
             when prorated.allocation_kind = 'unallocated' then cast(0 as double)
-            else coalesce(workloads.attribution_confidence, cast(0 as double))
+            else owners.attribution_confidence
         end as attribution_confidence,
         case
             when prorated.allocation_kind = 'unallocated' then prorated.unallocated_reason
-            when not coalesce(workloads.is_attributed, false)
-                then 'gpu_usage_of_' || coalesce(workloads.unattributed_reason, 'unknown_workload')
+            when not owners.is_attributed
+                then 'gpu_usage_of_' || owners.unattributed_reason
         end as unallocated_reason,
         prorated.allocation_ratio,
         prorated.billed_cost,
         prorated.effective_cost
     from prorated
-    left join workloads on prorated.workload_id = workloads.workload_id
+    left join owners on prorated.workload_id = owners.workload_id
 
 ),
 
@@ -136,22 +138,22 @@ idle as (
         idle_spread.charge_id,
         idle_spread.workload_id,
         case idle_spread.recipient
-            when 'workload' then coalesce(workloads.team_id, '{{ unallocated_owner() }}')
+            when 'workload' then owners.team_id
             when 'owner' then idle_groups.team_id
             when 'reservation' then idle_spread.team_id
             when 'platform' then '{{ var("gpucost_platform_team_id") }}'
             else '{{ idle_owner() }}'
         end as team_id,
         case idle_spread.recipient
-            when 'workload' then coalesce(workloads.project_id, '{{ unallocated_owner() }}')
+            when 'workload' then owners.project_id
             when 'owner' then idle_groups.project_id
             when 'reservation' then idle_spread.project_id
             when 'platform' then '{{ var("gpucost_platform_project_id") }}'
             else '{{ idle_owner() }}'
         end as project_id,
-        workloads.user_id,
+        owners.user_id,
         case
-            when idle_spread.recipient = 'workload' and not coalesce(workloads.is_attributed, false)
+            when idle_spread.recipient = 'workload' and not owners.is_attributed
                 then 'unallocated'
             when idle_spread.recipient = 'owner' and not idle_groups.is_attributed then 'unallocated'
             else 'idle'
@@ -161,26 +163,26 @@ idle as (
             else 'idle_' || idle_spread.idle_policy
         end as allocation_basis,
         case
-            when idle_spread.recipient = 'workload' then coalesce(workloads.attribution_method, 'none')
+            when idle_spread.recipient = 'workload' then owners.attribution_method
             when idle_spread.recipient = 'owner' then idle_groups.attribution_method
             when idle_spread.recipient in ('platform', 'reservation') then 'policy'
             else 'none'
         end as attribution_method,
         case
-            when idle_spread.recipient = 'workload' then workloads.attribution_rule_id
+            when idle_spread.recipient = 'workload' then owners.attribution_rule_id
             when idle_spread.recipient = 'owner' then idle_groups.attribution_rule_id
             when idle_spread.recipient = 'reservation' then idle_spread.reservation_id
         end as attribution_rule_id,
         case idle_spread.recipient
-            when 'workload' then coalesce(workloads.attribution_confidence, cast(0 as double))
+            when 'workload' then owners.attribution_confidence
             when 'owner' then idle_groups.attribution_confidence
             when 'platform' then cast(1 as double)
             when 'reservation' then cast(1 as double)
             else cast(0 as double)
         end as attribution_confidence,
         case
-            when idle_spread.recipient = 'workload' and not coalesce(workloads.is_attributed, false)
-                then 'gpu_idle_share_of_' || coalesce(workloads.unattributed_reason, 'unknown_workload')
+            when idle_spread.recipient = 'workload' and not owners.is_attributed
+                then 'gpu_idle_share_of_' || owners.unattributed_reason
             when idle_spread.recipient = 'owner' and not idle_groups.is_attributed
                 then 'gpu_idle_share_of_' || idle_groups.unattributed_reason
         end as unallocated_reason,
@@ -188,7 +190,7 @@ idle as (
         idle_spread.billed_cost,
         idle_spread.effective_cost
     from idle_spread
-    left join workloads on idle_spread.workload_id = workloads.workload_id
+    left join owners on idle_spread.workload_id = owners.workload_id
     left join idle_groups
         on
         idle_spread.scope_key = idle_groups.scope_key
@@ -206,46 +208,46 @@ compute as (
             when compute_parts.allocation_kind = 'unallocated' then '{{ unallocated_owner() }}'
             when compute_parts.recipient = 'platform' then '{{ var("gpucost_platform_team_id") }}'
             when compute_parts.recipient = 'unowned' then '{{ idle_owner() }}'
-            else coalesce(workloads.team_id, '{{ unallocated_owner() }}')
+            else owners.team_id
         end as team_id,
         case
             when compute_parts.allocation_kind = 'unallocated' then '{{ unallocated_owner() }}'
             when compute_parts.recipient = 'platform' then '{{ var("gpucost_platform_project_id") }}'
             when compute_parts.recipient = 'unowned' then '{{ idle_owner() }}'
-            else coalesce(workloads.project_id, '{{ unallocated_owner() }}')
+            else owners.project_id
         end as project_id,
-        workloads.user_id,
+        owners.user_id,
         case
             when compute_parts.allocation_kind = 'unallocated' then 'unallocated'
             when compute_parts.recipient in ('platform', 'unowned') then 'idle'
-            when workloads.is_attributed then compute_parts.allocation_kind
+            when owners.is_attributed then compute_parts.allocation_kind
             else 'unallocated'
         end as allocation_kind,
         compute_parts.allocation_basis,
         case
             when compute_parts.recipient = 'platform' then 'policy'
             when compute_parts.allocation_kind = 'unallocated' or compute_parts.recipient = 'unowned' then 'none'
-            else coalesce(workloads.attribution_method, 'none')
+            else owners.attribution_method
         end as attribution_method,
-        case when compute_parts.workload_id is not null then workloads.attribution_rule_id end as attribution_rule_id,
+        case when compute_parts.workload_id is not null then owners.attribution_rule_id end as attribution_rule_id,
         case
             when compute_parts.recipient = 'platform' then cast(1 as double)
             when compute_parts.allocation_kind = 'unallocated' or compute_parts.recipient = 'unowned'
                 then cast(0 as double)
-            else coalesce(workloads.attribution_confidence, cast(0 as double))
+            else owners.attribution_confidence
         end as attribution_confidence,
         case
             when compute_parts.allocation_kind = 'unallocated' then compute_parts.unallocated_reason
-            when compute_parts.workload_id is not null and not coalesce(workloads.is_attributed, false)
+            when compute_parts.workload_id is not null and not owners.is_attributed
                 then compute_parts.resource_part || '_'
                     || case when compute_parts.allocation_kind = 'idle' then 'idle_share' else 'usage' end
-                    || '_of_' || coalesce(workloads.unattributed_reason, 'unknown_workload')
+                    || '_of_' || owners.unattributed_reason
         end as unallocated_reason,
         compute_parts.allocation_ratio,
         compute_parts.billed_cost,
         compute_parts.effective_cost
     from compute_parts
-    left join workloads on compute_parts.workload_id = workloads.workload_id
+    left join owners on compute_parts.workload_id = owners.workload_id
 
 ),
 
@@ -256,34 +258,34 @@ volume as (
     select
         volume_prorated.charge_id,
         volume_prorated.workload_id,
-        coalesce(workloads.team_id, '{{ unallocated_owner() }}') as team_id,
-        coalesce(workloads.project_id, '{{ unallocated_owner() }}') as project_id,
-        workloads.user_id,
+        coalesce(owners.team_id, '{{ unallocated_owner() }}') as team_id,
+        coalesce(owners.project_id, '{{ unallocated_owner() }}') as project_id,
+        owners.user_id,
         case
             when volume_prorated.allocation_kind = 'unallocated' then 'unallocated'
-            when workloads.is_attributed then 'usage'
+            when owners.is_attributed then 'usage'
             else 'unallocated'
         end as allocation_kind,
         volume_prorated.allocation_basis,
         case
             when volume_prorated.allocation_kind = 'unallocated' then 'none'
-            else coalesce(workloads.attribution_method, 'none')
+            else owners.attribution_method
         end as attribution_method,
-        workloads.attribution_rule_id,
+        owners.attribution_rule_id,
         case
             when volume_prorated.allocation_kind = 'unallocated' then cast(0 as double)
-            else coalesce(workloads.attribution_confidence, cast(0 as double))
+            else owners.attribution_confidence
         end as attribution_confidence,
         case
             when volume_prorated.allocation_kind = 'unallocated' then volume_prorated.unallocated_reason
-            when not coalesce(workloads.is_attributed, false)
-                then 'volume_claim_of_' || coalesce(workloads.unattributed_reason, 'unknown_workload')
+            when not owners.is_attributed
+                then 'volume_claim_of_' || owners.unattributed_reason
         end as unallocated_reason,
         volume_prorated.allocation_ratio,
         volume_prorated.billed_cost,
         volume_prorated.effective_cost
     from volume_prorated
-    left join workloads on volume_prorated.workload_id = workloads.workload_id
+    left join owners on volume_prorated.workload_id = owners.workload_id
 
 ),
 

@@ -18,9 +18,9 @@ lines as (
 
 ),
 
-workloads as (
+owners as (
 
-    select * from {{ ref('int_workloads') }}
+    select * from {{ ref('int_workload_owners_resolved') }}
 
 ),
 
@@ -31,21 +31,18 @@ usage as (
         lines.cluster_id,
         lines.charge_date,
         prorated.workload_id,
-        coalesce(workloads.team_id, '{{ unallocated_owner() }}') as team_id,
-        coalesce(workloads.project_id, '{{ unallocated_owner() }}') as project_id,
-        coalesce(workloads.owner_key, '{{ unallocated_owner() }}|{{ unallocated_owner() }}') as owner_key,
-        coalesce(workloads.attribution_method, 'none') as attribution_method,
-        workloads.attribution_rule_id,
-        coalesce(workloads.attribution_confidence, cast(0 as double)) as attribution_confidence,
-        case
-            when not coalesce(workloads.is_attributed, false)
-                then coalesce(workloads.unattributed_reason, 'unknown_workload')
-        end as unattributed_reason,
-        coalesce(workloads.is_attributed, false) as is_attributed,
+        owners.team_id,
+        owners.project_id,
+        owners.owner_key,
+        owners.attribution_method,
+        owners.attribution_rule_id,
+        owners.attribution_confidence,
+        owners.unattributed_reason,
+        owners.is_attributed,
         prorated.basis_gpu_ms
     from prorated
     inner join lines on prorated.charge_id = lines.charge_id
-    left join workloads on prorated.workload_id = workloads.workload_id
+    left join owners on prorated.workload_id = owners.workload_id
 
 ),
 

@@ -50,7 +50,7 @@ declared as (
         on {{ regexp_search() }}(
             {{ attribution_field('workloads', 'declared_shares.match_field') }}, declared_shares.match_pattern
         )
-    -- weights count in micro-units (gpucost.core.allocation.weight_units): one below 1e-6 would weigh nothing
+    -- weights count in micro-units (gpucost.core.split.weight_units): one below 1e-6 would weigh nothing
     where declared_shares.weight >= 0.000001
     group by 1, 2, 3, 4
 

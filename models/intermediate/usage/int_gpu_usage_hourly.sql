@@ -232,50 +232,21 @@ gpu_times as (
 
 ),
 
-gpu_gaps as (
-
-    select
-        *,
-        lead(sampled_epoch) over (
-            partition by gpu_slot_id order by sampled_epoch
-        ) - sampled_epoch as gap_seconds
-    from gpu_times
-
-),
-
 {%- if cutoff != 0 %}
 
-gpu_series_gaps as (
+gpu_series_times as (
 
-    -- a slot's step from all its samples, not only those after the cutoff: a slot with one sample left in
-    -- the window must not fall back to the default step (an incremental run equals a full one). With no
-    -- cutoff (a full build) every staged sample is in gpu_gaps already (each reaches a tenant: its pod, its
-    -- Slurm allocations, or itself), so the step is read from there instead of a second window.
-    select
+    -- a slot's step from all its samples, not only those after the cutoff (an incremental run equals a full
+    -- one). With no cutoff (a full build) every staged sample is in gpu_times already (each reaches a tenant:
+    -- its pod, its Slurm allocations, or itself).
+    select distinct
         gpu_slot_id,
-        lead(sampled_epoch) over (
-            partition by gpu_slot_id order by sampled_epoch
-        ) - sampled_epoch as gap_seconds
-    from (
-        select distinct
-            gpu_slot_id,
-            sampled_epoch
-        from {{ ref('stg_dcgm__gpu_samples') }}
-        where gpu_slot_id in (select gpu_times.gpu_slot_id from gpu_times)
-    )
+        sampled_epoch
+    from {{ ref('stg_dcgm__gpu_samples') }}
+    where gpu_slot_id in (select gpu_times.gpu_slot_id from gpu_times)
 
 ),
 {%- endif %}
-
-gpu_steps as (
-
-    select
-        gpu_slot_id,
-        min(case when gap_seconds > 0 then gap_seconds end) as step_seconds
-    from {{ 'gpu_gaps' if cutoff == 0 else 'gpu_series_gaps' }}
-    group by 1
-
-),
 
 -- sqlfluff's templater renders both branches of the if below into one layout:
 -- noqa: disable=LT02
@@ -291,12 +262,7 @@ gpu_durations as (
     group by 1, 2
     {%- else %}
 
-    select
-        gpu_gaps.gpu_slot_id,
-        gpu_gaps.sampled_epoch,
-        {{ sample_duration('gpu_gaps.gap_seconds', 'gpu_steps.step_seconds') }} as duration_seconds
-    from gpu_gaps
-    inner join gpu_steps on gpu_gaps.gpu_slot_id = gpu_steps.gpu_slot_id
+    {{ sample_intervals('gpu_times', ['gpu_slot_id'], none if cutoff == 0 else 'gpu_series_times') }}
     {%- endif %}
 
 ),
@@ -325,66 +291,48 @@ gpu_hourly as (
 
 ),
 
-request_gaps as (
+request_samples as (
 
-    select
-        *,
-        lead(sampled_epoch) over (
-            partition by workload_id, container order by sampled_epoch
-        ) - sampled_epoch as gap_seconds
-    from pod_requests
+    select * from pod_requests
     where workload_id is not null and node_name is not null
 
 ),
 
-request_series_gaps as (
+request_series as (
 
     -- a request series' step from all its samples, not only those after the cutoff: a pod with one sample
     -- left in the window must not fall back to the default step (an incremental run equals a full one)
-    select
-        workload_id,
-        container,
-        lead(sampled_epoch) over (
-            partition by workload_id, container order by sampled_epoch
-        ) - sampled_epoch as gap_seconds
-    from {{ ref('stg_kube__pod_gpu_requests') }}
-    where workload_id in (select request_gaps.workload_id from request_gaps)
+    select * from {{ ref('stg_kube__pod_gpu_requests') }}
+    where workload_id in (select request_samples.workload_id from request_samples)
 
 ),
 
-request_steps as (
+request_intervals as (
 
-    select
-        workload_id,
-        container,
-        min(case when gap_seconds > 0 then gap_seconds end) as step_seconds
-    from request_series_gaps
-    group by 1, 2
+    {{ sample_intervals('request_samples', ['workload_id', 'container'], 'request_series') }}
 
 ),
 
 requests_hourly as (
 
     select
-        request_gaps.cluster_id,
-        request_gaps.node_name,
-        {{ epoch_hour_floor('request_gaps.sampled_epoch') }} as hour_start_epoch,
-        request_gaps.workload_id,
+        request_intervals.cluster_id,
+        request_intervals.node_name,
+        {{ epoch_hour_floor('request_intervals.sampled_epoch') }} as hour_start_epoch,
+        request_intervals.workload_id,
         sum(cast(round(
-            request_gaps.requested_gpus * {{ mig_share('request_gaps.mig_profile', 'node_models.gpu_model') }} * 1000
-            * {{ sample_duration('request_gaps.gap_seconds', 'request_steps.step_seconds') }}
+            request_intervals.requested_gpus
+            * {{ mig_share('request_intervals.mig_profile', 'node_models.gpu_model') }} * 1000
+            * request_intervals.duration_seconds
         ) as bigint)) as requested_gpu_ms,
         -- a time-sliced replica (nvidia.com/gpu.shared) asks for one replica, not one GPU
-        bool_or({{ regexp_search() }}(request_gaps.gpu_resource, 'gpu[._]shared$')) as is_time_sliced
-    from request_gaps
-    inner join request_steps
-        on request_gaps.workload_id = request_steps.workload_id
-        and request_gaps.container is not distinct from request_steps.container
+        bool_or({{ regexp_search() }}(request_intervals.gpu_resource, 'gpu[._]shared$')) as is_time_sliced
+    from request_intervals
     -- node_models is read by mig_share under gpucost_mig_share: memory
     left join node_models  -- noqa: ST11
-        on request_gaps.cluster_id = node_models.cluster_id
-        and request_gaps.node_name = node_models.node_name
-    where request_gaps.requested_gpus > 0
+        on request_intervals.cluster_id = node_models.cluster_id
+        and request_intervals.node_name = node_models.node_name
+    where request_intervals.requested_gpus > 0
     group by 1, 2, 3, 4
     union all
     select

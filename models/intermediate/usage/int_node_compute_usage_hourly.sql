@@ -16,47 +16,26 @@ slurm_allocation_nodes as (
 
 ),
 
-request_gaps as (
+request_intervals as (
 
-    select
-        *,
-        lead(sampled_epoch) over (
-            partition by workload_id, container, resource_part order by sampled_epoch
-        ) - sampled_epoch as gap_seconds
-    from pod_requests
-
-),
-
-request_steps as (
-
-    select
-        workload_id,
-        container,
-        resource_part,
-        min(case when gap_seconds > 0 then gap_seconds end) as step_seconds
-    from request_gaps
-    group by 1, 2, 3
+    {{ sample_intervals('pod_requests', ['workload_id', 'container', 'resource_part']) }}
 
 ),
 
 kube_hourly as (
 
     select
-        request_gaps.cluster_id,
-        request_gaps.node_name,
-        {{ epoch_hour_floor('request_gaps.sampled_epoch') }} as hour_start_epoch,
-        request_gaps.workload_id,
-        request_gaps.resource_part,
+        request_intervals.cluster_id,
+        request_intervals.node_name,
+        {{ epoch_hour_floor('request_intervals.sampled_epoch') }} as hour_start_epoch,
+        request_intervals.workload_id,
+        request_intervals.resource_part,
         sum(cast(round(
-            request_gaps.requested_amount
-            * case when request_gaps.resource_part = 'memory' then {{ double_literal('1.0') }} / 1048576 else 1 end
-            * 1000 * {{ sample_duration('request_gaps.gap_seconds', 'request_steps.step_seconds') }}
+            request_intervals.requested_amount
+            * case when request_intervals.resource_part = 'memory' then {{ double_literal('1.0') }} / 1048576 else 1 end
+            * 1000 * request_intervals.duration_seconds
         ) as bigint)) as requested_units
-    from request_gaps
-    inner join request_steps
-        on request_gaps.workload_id = request_steps.workload_id
-        and request_gaps.container is not distinct from request_steps.container
-        and request_gaps.resource_part = request_steps.resource_part
+    from request_intervals
     group by 1, 2, 3, 4, 5
 
 ),

@@ -4,7 +4,7 @@ with
 
 org_mapping as (
 
-    select * from {{ ref('stg_reference__org_mapping') }}
+    select * from {{ ref('int_org_projects') }}
 
 ),
 

@@ -7,9 +7,9 @@ projects as (
 
 ),
 
-org_mapping as (
+org_teams as (
 
-    select * from {{ ref('stg_reference__org_mapping') }}
+    select * from {{ ref('int_org_teams') }}
 
 ),
 
@@ -24,16 +24,6 @@ team_ids as (
     select team_id from projects
     union
     select team_id from allocations
-
-),
-
-team_names as (
-
-    select
-        team_id,
-        min(team_name) as team_name
-    from org_mapping
-    group by 1
 
 ),
 
@@ -52,7 +42,7 @@ final as (
     select
         team_ids.team_id,
         coalesce(
-            team_names.team_name,
+            org_teams.team_name,
             case team_ids.team_id
                 when '{{ unallocated_owner() }}' then 'Unallocated (owner unknown)'
                 when '{{ idle_owner() }}' then 'Idle capacity (kept visible)'
@@ -62,7 +52,7 @@ final as (
         coalesce(project_counts.project_count, 0) as project_count,
         team_ids.team_id in ('{{ unallocated_owner() }}', '{{ idle_owner() }}') as is_system_owner
     from team_ids
-    left join team_names on team_ids.team_id = team_names.team_id
+    left join org_teams on team_ids.team_id = org_teams.team_id
     left join project_counts on team_ids.team_id = project_counts.team_id
 
 )

@@ -28,9 +28,10 @@ nodes as (
 
 ),
 
-workloads as (
+owners as (
 
-    select * from {{ ref('int_workloads') }}
+    -- every workload's owner, resolved once; the line's idle and unallocated parts have no workload
+    select * from {{ ref('int_workload_owners_resolved') }}
 
 ),
 
@@ -52,14 +53,14 @@ joined as (
         nodes.gpu_model,
         case
             when prorated.allocation_kind = 'idle' then '{{ idle_owner() }}'
-            else coalesce(workloads.team_id, '{{ unallocated_owner() }}')
+            else coalesce(owners.team_id, '{{ unallocated_owner() }}')
         end as team_id,
         case
             when prorated.allocation_kind = 'idle' then '{{ idle_owner() }}'
-            else coalesce(workloads.project_id, '{{ unallocated_owner() }}')
+            else coalesce(owners.project_id, '{{ unallocated_owner() }}')
         end as project_id,
-        workloads.user_id,
-        coalesce(workloads.attribution_method, 'none') as attribution_method,
+        owners.user_id,
+        coalesce(owners.attribution_method, 'none') as attribution_method,
         prorated.basis_gpu_ms,
         coalesce(line_workloads.requested_gpu_ms, 0) as requested_gpu_ms,
         prorated.used_gpu_ms,
@@ -77,7 +78,7 @@ joined as (
         on
         prorated.charge_id = line_workloads.charge_id
         and prorated.workload_id = line_workloads.workload_id
-    left join workloads on prorated.workload_id = workloads.workload_id
+    left join owners on prorated.workload_id = owners.workload_id
 
 ),
 

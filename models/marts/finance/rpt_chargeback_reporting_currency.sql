@@ -12,7 +12,7 @@ statements as (
 
 rates as (
 
-    select * from {{ ref('stg_reference__fx_rates') }}
+    select * from {{ ref('int_fx_rates_to_reporting_currency') }}
 
 ),
 
@@ -40,7 +40,6 @@ converted as (
     from statements
     left join rates
         on statements.billing_currency = rates.from_currency
-        and rates.to_currency = '{{ var("gpucost_reporting_currency") }}'
         and statements.billing_period_start = rates.rate_month
 
 ),

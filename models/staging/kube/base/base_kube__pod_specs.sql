@@ -1,5 +1,3 @@
-{{ config(materialized='table') }}
-
 -- Pod specs from the Kubernetes API, landed as `kubectl get pods --all-namespaces -o json` snapshots (a v1
 -- List of Pods) under <landing>/inventory/kube/<cluster>/: one row per pod object per snapshot, with the
 -- fields kube-state-metrics does not export (container command, args, workingDir; mounted volume claims;
