@@ -35,7 +35,7 @@ SCHEMA = pa.schema(
 def model(dbt, session):
     dbt.config(materialized="table")
     costs = (
-        nw.from_native(dbt.ref("fct_cost_allocation"))
+        nw.from_native(dbt.ref("int_cost_allocations_owned"))
         .filter(~nw.col("workload_id").is_null())
         .group_by("workload_id")
         .agg(nw.col("effective_cost").sum())
