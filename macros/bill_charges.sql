@@ -18,7 +18,8 @@
     after the first file's is a duplicate (`duplicate_of: <file> row <n>`), kept out of the totals. Identical
     rows inside one file stay separate charges (FOCUS 1.0 has no line id).
     Precision: money with more than 18 decimals (also in scientific notation) and the lines of files whose
-    money would overflow DECIMAL(38, 18) in a sum are quarantined, their money kept only as text.
+    money is beyond the exact range (a currency's current lines totalling 9e18 or more in absolute value: the
+    allocation splits whole units as 64-bit integers) are quarantined, their money kept only as text.
     So every format is typed, quarantined and restated by the same rules, and the union of all of them has
     one shape. -#}
 {% macro typed_bill_charges(source_cte, source_format) -%}
@@ -222,8 +223,9 @@ copies as (
 
 magnitudes as (
 
-    -- money whose sum could overflow DECIMAL(38, 18): the absolute money of each file's current lines,
-    -- files of a currency taken from the smallest; a file that takes the total to 1e20 or more is held out
+    -- money beyond the exact range: the absolute money of each file's current lines, files of a currency
+    -- taken from the smallest; a file that takes the total to 9e18 or more is held out (the allocation core
+    -- splits whole units as 64-bit integers, below 9.2e18; DECIMAL(38, 18) sums stop at 1e20)
     select
         *,
         sum(file_magnitude) over (
@@ -255,7 +257,7 @@ checked as (
     select
         copies.*,
         not copies.is_replaced and copies.source_file <> copies.first_copy_file as is_duplicate,
-        coalesce(magnitudes.cumulative_magnitude >= 1e20, false) as is_overflow,
+        coalesce(magnitudes.cumulative_magnitude >= 9e18, false) as is_overflow,
         magnitudes.file_magnitude
     from copies
     left join magnitudes
@@ -325,9 +327,10 @@ final as (
                 then '{{ label }} has more than 18 decimal places: ' || {{ column }}
             {%- endfor %}
             when is_overflow
-                then 'money would overflow DECIMAL(38, 18) in a sum: this file holds '
+                then 'money beyond the exact range: this file holds '
                     || cast(cast(file_magnitude as decimal(38, 0)) as string)
-                    || ' in absolute value; the current lines of one currency must total under 1e20'
+                    || ' in absolute value; the current lines of one currency must total under 9e18'
+                    || ' (the allocation splits whole units as 64-bit integers)'
             when billed_cost is null then 'unparseable BilledCost: ' || coalesce(billed_cost_raw, '<null>')
             when effective_cost is null then 'unparseable EffectiveCost: ' || coalesce(effective_cost_raw, '<null>')
             when billing_currency is null or not {{ regexp_search() }}(billing_currency, '^[A-Z]{3}$')

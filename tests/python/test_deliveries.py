@@ -174,7 +174,7 @@ def deliveries(tmp_path_factory) -> tuple[Warehouse, str]:
     write_focus(
         focus / "precision" / "sci.csv", [line("sci", BilledCost="5e-19", EffectiveCost="5e-19")]
     )
-    big = "60000000000000000000"
+    big = "6000000000000000000"  # 6e18: one fits the exact range (under 9e18), two do not
     write_focus(
         focus / "precision" / "big_a.csv", [line("big-a", BilledCost=big, EffectiveCost=big)]
     )
@@ -384,9 +384,9 @@ def test_money_finer_than_18_decimals_is_quarantined_not_rounded(deliveries):
 
 def test_sums_that_would_overflow_are_quarantined_naming_the_file(deliveries):
     warehouse, _ = deliveries
-    assert billed(warehouse, "case-big-a")[0] == D("60000000000000000000")
+    assert billed(warehouse, "case-big-a")[0] == D("6000000000000000000")
     (reason,) = reasons(warehouse, "%/precision/big_b.csv")
-    assert reason.startswith("money would overflow DECIMAL(38, 18) in a sum: this file holds 6")
+    assert reason.startswith("money beyond the exact range: this file holds 6000000000000000000 ")
     ((line_count, money),) = warehouse.sql(
         "select sum(quarantined_line_count), sum(billed_cost) from marts.rpt_reconciliation"
         " where billing_account_id = 'case-big-b'"
