@@ -406,7 +406,7 @@ def test_every_case_build_still_reconciles(bill_cases):
     ((quarantined,),) = bill_cases.sql(
         "select sum(quarantined_line_count) from marts.rpt_reconciliation where billing_account_id like 'case-%'"
     )
-    assert quarantined == 8  # the eight unusable-money cases above, one line each
+    assert quarantined == 9  # the eight unusable-money cases above and the huge one, one line each
 
 
 # --- inputs that must stop the build with a clear message ----------------------------------------
