@@ -1,10 +1,9 @@
 """Print an md5 per mart table (and per intermediate table with --all) of a built warehouse.
 
-The digest is order-independent: each row is rendered as text, the rows are sorted, then hashed, so
-two
-builds that hold the same rows give the same digest whatever order they were written in. Used to
-prove a
-refactor leaves every mart unchanged:  python scripts/mart_checksums.py warehouse/gpucost.duckdb
+The digest is order-independent: each row is rendered as text, the rows are sorted, then hashed,
+so two builds that hold the same rows give the same digest whatever order they were written in.
+Used to prove a refactor leaves every mart unchanged:
+    python scripts/mart_checksums.py warehouse/gpucost.duckdb --all
 """
 
 from __future__ import annotations
