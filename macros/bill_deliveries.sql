@@ -22,7 +22,7 @@
       a Data Exports `metadata/` manifest) is the manifest's current delivery; a file of a delivery whose
       manifest names other files but not it is a leftover and is not read as part of the bill. -#}
 {% macro bill_deliveries(facts) -%}
-    {%- set root = var('gpucost_landing_dir') | replace('\\', '/') -%}
+    {%- set root = landing_dir() | replace('\\', '/') -%}
     {%- set manifests = bill_manifests() -%}
     {%- set listed_folders = [] -%}
     {%- for fact in facts -%}

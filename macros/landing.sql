@@ -2,8 +2,15 @@
     Every reader returns the same columns whether or not any file matches, so a fresh
     warehouse with an empty folder builds (to empty tables) instead of failing. -#}
 
+{#- The landing zone's folder: var gpucost_landing_dir, else env GPUCOST_LANDING_DIR, else `landing` (relative to
+    the project dir). Read here, not in dbt_project.yml, so that a build of another landing zone reparses only
+    the files that read it (an env_var in dbt_project.yml makes dbt parse the whole project again). -#}
+{% macro landing_dir() -%}
+    {{- return(var('gpucost_landing_dir', env_var('GPUCOST_LANDING_DIR', 'landing'))) -}}
+{%- endmacro %}
+
 {% macro landing_path(relative) -%}
-    {{- var('gpucost_landing_dir') ~ '/' ~ relative -}}
+    {{- landing_dir() ~ '/' ~ relative -}}
 {%- endmacro %}
 
 {#- A literal path as a DuckDB glob matching only itself: each of [ * ? becomes a one-character class
@@ -52,10 +59,10 @@
 
 {% macro default__landing_files(relative_glob, include_refused=false) -%}
     {#- the landing dir is a literal path: its [ ] * ? are escaped, only relative_glob is a pattern -#}
-    {%- set pattern = glob_escape(var('gpucost_landing_dir')) ~ '/' ~ relative_glob -%}
+    {%- set pattern = glob_escape(landing_dir()) ~ '/' ~ relative_glob -%}
     {%- set refused = 'false' -%}
     {%- if not include_refused and outside_landing_check_available() -%}
-        {%- set refused = 'gpucost_outside_landing(file, ' ~ quote_text(var('gpucost_landing_dir')) ~ ')' -%}
+        {%- set refused = 'gpucost_outside_landing(file, ' ~ quote_text(landing_dir()) ~ ')' -%}
     {%- endif -%}
     {%- set result = run_query(
         "select file from glob('" ~ pattern | replace("'", "''") ~ "') where not " ~ refused ~ " order by file"
@@ -502,7 +509,7 @@
 
 {% macro default__remove_unlanded_prometheus_files(relative_dir) -%}
     {#- the landing dir is literal (glob_escape): a dir named with [1] must not make every file unlanded -#}
-    {%- set pattern = (glob_escape(var('gpucost_landing_dir')) ~ '/' ~ relative_dir) | replace("'", "''") -%}
+    {%- set pattern = (glob_escape(landing_dir()) ~ '/' ~ relative_dir) | replace("'", "''") -%}
     {%- set unlanded -%}
         source_file_size is not null
         and source_file not in (select file from glob('{{ pattern }}/**/*'))

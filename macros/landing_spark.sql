@@ -7,7 +7,7 @@
 
 {#- Landed files whose path (relative to the landing dir) matches a DuckDB-style glob: ** spans folders. -#}
 {% macro spark__landing_files(relative_glob, include_refused=false) -%}
-    {%- set root = var('gpucost_landing_dir') | replace('\\', '/') -%}
+    {%- set root = landing_dir() | replace('\\', '/') -%}
     {%- set regex = glob_regex(relative_glob) -%}
     {%- set listed = run_query("select path from " ~ spark_landed_files_view()) -%}
     {%- set files = [] -%}
@@ -28,7 +28,7 @@
 {% macro spark_landed_files_view() -%}
     {%- do run_query(
         "create or replace temporary view gpucost_landed_files using binaryFile options (path '"
-        ~ var('gpucost_landing_dir') ~ "', recursiveFileLookup 'true')"
+        ~ landing_dir() ~ "', recursiveFileLookup 'true')"
     ) -%}
     {{ return('gpucost_landed_files') }}
 {%- endmacro %}
@@ -48,7 +48,7 @@
 {% macro spark__distinct_content_files(files) -%}
     {%- set quoted = [] -%}
     {%- for file in files -%}{%- do quoted.append("'" ~ file | replace("'", "\\'") ~ "'") -%}{%- endfor -%}
-    {%- set root = var('gpucost_landing_dir') | replace('\\', '/') -%}
+    {%- set root = landing_dir() | replace('\\', '/') -%}
     {%- set result = run_query(
         "select regexp_replace(path, '^file:(//)?', '') as filename, md5(content) as content_md5, length,"
         ~ " path not like '%.gz' and path not like '%.parquet' and not is_valid_utf8(content) as is_not_utf8"

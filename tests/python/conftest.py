@@ -21,6 +21,7 @@ from tests.python.landing_zones import (  # noqa: F401 (the suites import these 
     Warehouse,
     real_focus_landing,
     run_dbt,
+    shared,
     shared_build,
     shared_fixture,
     shared_landing,
@@ -40,6 +41,14 @@ if getattr(_main, "__spec__", None) is None and not hasattr(_main, "__file__"):
 # Tests add up DECIMAL(38, 18) amounts with Python's Decimal: give it the 38+ digits they need
 # (the default context keeps 28 and would round the test's own sums, not the code under test).
 decimal.getcontext().prec = 80
+
+
+@pytest.fixture(scope="session", autouse=True)
+def dbt_parse_template(tmp_path_factory) -> None:
+    """The project parsed once per session; every run_dbt starts from it (landing_zones.PARSE_TEMPLATE)."""
+    import tests.python.landing_zones as zones
+
+    zones.PARSE_TEMPLATE = shared(tmp_path_factory, "dbt_parse", zones.parse_template)
 
 
 # The warehouses several suites read are built once per session, whichever worker asks first

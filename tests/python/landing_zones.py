@@ -85,6 +85,22 @@ class Warehouse:
 NO_UNIT_TESTS = ("--exclude-resource-type", "unit_test")
 
 
+# A partial-parse file of this project (dbt's target/partial_parse.msgpack), written once per session
+# (conftest's ``dbt_parse_template``): each ``run_dbt`` starts from a copy, so dbt reparses only what the
+# landing zone changes (the files that read it) instead of the whole project (about 3.5 s of CPU saved
+# per build here). dbt reuses it only for the same profile: the warehouse is therefore always named
+# relative to dbt's working folder (``GPUCOST_WAREHOUSE=<file name>``, run in the file's folder).
+PARSE_TEMPLATE: Path | None = None
+WAREHOUSE_NAME = "gpucost.duckdb"
+
+
+def parse_template(folder: Path) -> Path:
+    """``dbt parse`` of this project into ``folder``; returns its partial-parse file."""
+    result = run_dbt(folder / "landing", folder / WAREHOUSE_NAME, folder, "parse")
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    return folder / "target" / "partial_parse.msgpack"
+
+
 def run_dbt(
     landing: Path, warehouse: Path, work: Path, *args: str, unit_tests: bool | None = None
 ) -> subprocess.CompletedProcess:
@@ -96,14 +112,20 @@ def run_dbt(
 
     if unit_tests is None:
         unit_tests = "--vars" in args
-    env = dbt_env(landing, warehouse)
+    warehouse = Path(warehouse).resolve()
+    warehouse.parent.mkdir(parents=True, exist_ok=True)
+    env = dbt_env(landing, Path(warehouse.name))
+    target = work / "target"
+    if PARSE_TEMPLATE is not None and not (target / "partial_parse.msgpack").exists():
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(PARSE_TEMPLATE, target / "partial_parse.msgpack")
     command = [dbt_executable(), *args]
     if args[:1] == ("build",) and not unit_tests:
         command += NO_UNIT_TESTS
     command += ["--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR)]
-    command += ["--target-path", str(work / "target"), "--log-path", str(work / "logs")]
+    command += ["--target-path", str(target), "--log-path", str(work / "logs")]
     return subprocess.run(
-        command, cwd=PROJECT_DIR, env=env, capture_output=True, text=True, check=False
+        command, cwd=warehouse.parent, env=env, capture_output=True, text=True, check=False
     )
 
 

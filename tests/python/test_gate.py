@@ -118,12 +118,16 @@ def gate(
 
 
 @pytest.mark.warehouse
-def test_gate_end_to_end(generated_month, tmp_path):
-    landing, _ = generated_month
-    passed = gate(landing, tmp_path / "good.duckdb")
+def test_gate_end_to_end(generated_warehouse, tmp_path):
+    # the clean month, built by the session (its landing zone, this project, default vars): checked
+    # as a pipeline that ran dbt build in an earlier step would (--no-build)
+    landing = generated_warehouse.landing
+    passed = gate(landing, generated_warehouse.path, "--no-build")
     assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-2000:]
     assert "GATE PASSED" in passed.stdout
+    assert "dbt build skipped (--no-build)" in passed.stdout
 
+    # one bill cell broken: the gate builds the warehouse itself, and fails
     broken = tmp_path / "landing"
     shutil.copytree(landing, broken)
     bill = sorted((broken / "billing" / "focus").rglob("*.csv"))[0]
@@ -133,8 +137,15 @@ def test_gate_end_to_end(generated_month, tmp_path):
     with bill.open("w", newline="", encoding="utf-8") as handle:
         csv.writer(handle).writerows(rows)
     failed = gate(broken, tmp_path / "broken.duckdb")
+    assert "== 2/3 dbt build\n" in failed.stdout
     assert failed.returncode == 1
     assert "1 quarantined bill lines exceed the tolerance of 0" in failed.stderr
     assert "unparseable BilledCost: 12.3.4" in failed.stdout
-    tolerated = gate(broken, tmp_path / "tolerated.duckdb", "--max-quarantined-lines", "1")
+    tolerated = gate(
+        broken, tmp_path / "broken.duckdb", "--max-quarantined-lines", "1", "--no-build"
+    )
     assert tolerated.returncode == 0, tolerated.stdout[-2000:] + tolerated.stderr[-2000:]
+    missing = gate(broken, tmp_path / "never_built.duckdb", "--no-build")
+    assert missing.returncode == 2
+    assert missing.stderr.strip().startswith("gpucost gate: warehouse ")
+    assert "does not exist (--no-build)" in missing.stderr

@@ -246,11 +246,18 @@ def cmd_gate(args: argparse.Namespace) -> int:
                 )
                 return 2
             print(f"  landing zone valid ({len(report.suites)} suites; Data Docs: {docs_dir})")
-    print("== 2/3 dbt build", flush=True)
-    code = run_dbt(project_dir, landing, warehouse, ["build"])
-    if code:
-        print(f"gpucost gate: dbt build failed (exit {code})", file=sys.stderr)
-        return code
+    if args.no_build:
+        if not warehouse.is_file():
+            message = f"gpucost gate: warehouse {warehouse} does not exist (--no-build)"
+            print(message, file=sys.stderr)
+            return 2
+        print(f"== 2/3 dbt build skipped (--no-build): checking {warehouse.name}", flush=True)
+    else:
+        print("== 2/3 dbt build", flush=True)
+        code = run_dbt(project_dir, landing, warehouse, ["build"])
+        if code:
+            print(f"gpucost gate: dbt build failed (exit {code})", file=sys.stderr)
+            return code
     print("== 3/3 reconciliation", flush=True)
     result = evaluate(
         *read_rows(warehouse),
@@ -301,6 +308,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--skip-validation", action="store_true", help="skip the Great Expectations checkpoint"
+    )
+    parser.add_argument(
+        "--no-build",
+        action="store_true",
+        help="check the warehouse as it is, without running dbt build first (a pipeline that built"
+        " it in an earlier step)",
     )
     parser.add_argument(
         "--allow-telemetry-loss",
