@@ -495,3 +495,22 @@ def test_appendix_text_is_escaped_in_csv_and_html(generated_warehouse, tmp_path)
     assert len(hostile) == 1 and hostile[0]["user_id"] == "'" + formula
     page = (tmp_path / f"statement_{MONTH}_nlp_USD.html").read_text()
     assert markup not in page and html.escape(markup) in page
+
+
+def test_appendix_user_ids_are_pseudonymised_when_asked(generated_warehouse, monkeypatch):
+    """With pseudonymisation on, the appendix shows the same keyed pseudonym as the Parquet marts,
+    in the user column and in the signals' user= tokens."""
+    from gpucost.commands.safe_output import Pseudonymiser
+
+    (plain,) = read_statements(generated_warehouse.path, MONTH, team="nlp")
+    secret = "statements-test-secret-0123456789abcdef"
+    monkeypatch.setenv("GPUCOST_PSEUDONYMISE_USERS", "1")
+    monkeypatch.setenv("GPUCOST_PSEUDONYMISE_SECRET", secret)
+    (hidden,) = read_statements(generated_warehouse.path, MONTH, team="nlp")
+    pseudonym = Pseudonymiser(secret.encode())
+    users = [(a.user_id, b.user_id) for a, b in zip(plain.workloads, hidden.workloads, strict=True)]
+    assert any(user for user, _ in users)
+    for user, shown in users:
+        assert shown == pseudonym(user)
+        assert not user or user not in (shown or "")
+    assert [b.billed_cost for b in hidden.workloads] == [a.billed_cost for a in plain.workloads]

@@ -121,7 +121,8 @@ matched as (
         workload_costs.workload_id,
         workload_costs.attribution_method,
         workload_costs.attribution_rule_id,
-        matchers.attribution_method || ' ' || matchers.matcher_id || ': ' || matchers.match_field || ' = '
+        -- field=value, the form of the model's signals (so a user=<id> is pseudonymised like theirs)
+        matchers.attribution_method || ' ' || matchers.matcher_id || ': ' || matchers.match_field || '='
         || {{ attribution_field('workload_fields', 'matchers.match_field') }}
         || ' matches ' || matchers.match_pattern
         || coalesce(' (' || nullif(trim(matchers.matcher_reason), '') || ')', '') as matcher_signals

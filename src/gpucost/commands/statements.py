@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucost.commands import statements_appendix as appendix
-from gpucost.commands.safe_output import csv_row
+from gpucost.commands.safe_output import PseudonymiseError, csv_row
 from gpucost.commands.statements_labels import (
     KINDS,
     kind_description,
@@ -533,7 +533,7 @@ def cmd_statements(args: argparse.Namespace) -> int:
     team = args.team.strip().lower() if args.team else None
     try:
         statements = read_statements(warehouse, month, team, args.mode, project_dir)
-    except ValueError as error:
+    except (ValueError, PseudonymiseError) as error:
         print(f"gpucost: {error}", file=sys.stderr)
         return 2
     if not statements:

@@ -28,7 +28,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from gpucost.commands.safe_output import csv_row
+from gpucost.commands.safe_output import Pseudonymiser, csv_row
 from gpucost.commands.statements_labels import (
     INFERRED_METHODS,
     method_label,
@@ -242,11 +242,21 @@ def build_appendix(
     return lines, remainders
 
 
-def read_sections(con: Any, month: date, team: str | None) -> tuple[list, list]:
-    """The GPU rows and the appendix rows of ``month`` (one team's, or all) from the marts."""
+def read_sections(
+    con: Any, month: date, team: str | None, pseudonymiser: Pseudonymiser | None = None
+) -> tuple[list, list]:
+    """The GPU rows and the appendix rows of ``month`` (one team's, or all) from the marts. User
+    ids, and the ``user=<id>`` tokens of the signals, are pseudonymised when the settings say so
+    (:class:`gpucost.commands.safe_output.Pseudonymiser`: the same pseudonym as in the Parquet
+    marts and the FOCUS export)."""
+    if pseudonymiser is None:
+        pseudonymiser = Pseudonymiser.from_settings()
     params = {"month": month, "team": team}
     gpu_rows = con.execute(GPU_SQL, params).fetchall()
-    appendix_rows = con.execute(APPENDIX_SQL, params).fetchall()
+    appendix_rows = [
+        (*row[:4], pseudonymiser(row[4]), *row[5:8], pseudonymiser.signals(row[8]), *row[9:])
+        for row in con.execute(APPENDIX_SQL, params).fetchall()
+    ]
     return gpu_rows, appendix_rows
 
 
