@@ -22,8 +22,8 @@ KIND_LABELS = {
 
 KIND_DESCRIPTIONS = {
     "direct": "bill lines tagged to the project, charged in full",
-    "usage": "the project's share of GPU nodes (and their CPU, memory and volumes), by the GPU "
-    "time its workloads took",
+    "usage": "the project's share of GPU nodes, by the GPU time, cores and memory its workloads "
+    "took, and of the volumes they held",
     "idle": "paid-for GPU time that no workload used, shared out under the idle policy",
     "shared": "untagged overheads (storage, network, support, tax, credits), spread in "
     "proportion to the cost already placed on each owner",
@@ -80,7 +80,19 @@ BASIS_LABELS = {
 """The rule that sized a share, per allocation basis (a ``cpu:`` / ``memory:`` prefix is the same
 rule applied to the node's CPU or memory part)."""
 
-RESOURCE_PREFIXES = {"cpu": "CPU part", "memory": "memory part"}
+RESOURCE_BASIS_LABELS = {
+    "cpu": {
+        "requested": "the node's CPU part, by cores requested x time",
+        "idle": "the node's CPU part no workload requested, spread by the idle policy ({policy})",
+    },
+    "memory": {
+        "requested": "the node's memory part, by memory requested x time",
+        "idle": "the node's memory part no workload requested, spread by the idle policy "
+        "({policy})",
+    },
+}
+"""A GPU node line's CPU and memory parts (``cpu:requested``, ``memory:idle_proportional``): their
+basis is always the requested units x time (docs/allocation.md), their idle spread by the policy."""
 
 
 def kind_label(kind: str) -> str:
@@ -97,11 +109,15 @@ def method_label(method: str) -> str:
 
 
 def basis_label(basis: str) -> str:
-    """The allocation basis in words; ``cpu:requested`` reads "CPU part: GPU time requested ..."."""
+    """The allocation basis in words; ``cpu:requested`` reads "the node's CPU part, by cores
+    requested x time"."""
     prefix, _, rule = basis.partition(":")
-    if rule and prefix in RESOURCE_PREFIXES:
-        return f"{RESOURCE_PREFIXES[prefix]}: {BASIS_LABELS.get(rule, rule)}"
-    return BASIS_LABELS.get(basis, basis)
+    labels = RESOURCE_BASIS_LABELS.get(prefix) if rule else None
+    if labels is None:
+        return BASIS_LABELS.get(basis, basis)
+    if rule.startswith("idle_"):
+        return labels["idle"].format(policy=rule.removeprefix("idle_"))
+    return labels.get(rule, basis)
 
 
 def method_order(method: str) -> int:
