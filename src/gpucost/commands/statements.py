@@ -11,6 +11,12 @@ bill. The other sections explain those cents: the policy behind each kind (``all
 ``attribution_confidence`` column, by confidence band. Those breakdowns are apportioned to the
 statement's cents by largest remainder, so they add up to the same total. Whether a team is charged
 or only informed comes from the seed ``team_billing_modes`` (default chargeback).
+
+What backs a statement in a dispute, GPU-hours and unit rates per GPU model and the appendix of the
+workloads behind the charge (method, confidence, the signals of each model or rule placement), is
+:mod:`gpucost.commands.statements_appendix`; the codes in words, :mod:`.statements_labels`; the
+HTML page, :mod:`.statements_page`. Files per statement: ``<stem>.csv``, ``<stem>.html``,
+``<stem>_gpu_hours.csv``, ``<stem>_workloads.csv``.
 """
 
 from __future__ import annotations
