@@ -10,6 +10,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpucost.commands import cli
 from gpucost.commands.statements import (
@@ -514,3 +516,36 @@ def test_appendix_user_ids_are_pseudonymised_when_asked(generated_warehouse, mon
         assert shown == pseudonym(user)
         assert not user or user not in (shown or "")
     assert [b.billed_cost for b in hidden.workloads] == [a.billed_cost for a in plain.workloads]
+
+
+_amounts = st.decimals(
+    min_value=Decimal("-1000"), max_value=Decimal("100000"), places=6, allow_nan=False
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["pod_label", "rule", "model", "none"]),
+        st.tuples(st.lists(_amounts, max_size=6), _amounts),
+        min_size=1,
+    )
+)
+def test_the_appendix_nests_in_each_methods_cents(methods):
+    """Whatever the amounts (credits included), a method's workload rows and its remainder add up
+    exactly to the method's cents in the breakdown, and every row of the mart is a line."""
+    from gpucost.commands.statements_appendix import apportion, build_appendix
+
+    rows, method_exact = [], {}
+    for method, (workloads, other) in methods.items():
+        for index, amount in enumerate(workloads):
+            rows.append((f"{method}-{index}", "p", None, method, None, None, None, 1, amount))
+        method_exact[method] = sum(workloads, Decimal(0)) + other
+    method_cents = apportion(method_exact)
+    lines, remainders = build_appendix(rows, method_exact, method_cents)
+    assert len(lines) == len(rows)
+    for method, cents in method_cents.items():
+        backed = sum(
+            (line.billed_cost for line in lines if line.attribution_method == method), Decimal(0)
+        )
+        assert backed + remainders.get(method, Decimal(0)) == cents, method
