@@ -313,6 +313,106 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
 
 
 # --------------------------------------------------------------------------------------------------
+# issue 21: the budgets seed sized from the demo month, the statements' GPU-hours and appendix
+#
+# seeds/budgets.csv is the `budget_sizing` block: tests/python/test_alerts.py checks the seed equals
+# the block on docs/statements-and-budgets.md, test_docs checks the block against the demo month.
+# Each budget is sized from what does not depend on its amount, the owner's month-to-date cost and
+# the run-rate forecast plus reservations (rpt_budget_status), in Decimal, to whole thousands:
+#   ok (all but the two below):  amount = forecast / 0.70, rounded up -> forecast at most 70 %
+#   warning (ml-research):       amount = month to date / 0.85, nearest -> about 85 % spent
+#   critical (nlp/translate-v3): amount = month to date / 1.10, rounded down -> 110 % or more spent
+
+BUDGET_TARGETS = {("ml-research", None): "warning", ("nlp", "translate-v3"): "critical"}
+BUDGET_SIZING_SQL = """
+select team_id, project_id, billing_period_start, billing_currency, month_to_date_cost,
+    forecast_cost, reserved_amount, warn_threshold, critical_threshold
+from marts.rpt_budget_status
+where strftime(billing_period_start, '%Y-%m') = ?
+order by team_id, project_id nulls first
+"""
+
+
+def sized_budget(target: str, month_to_date: Decimal, forecast: Decimal) -> Decimal:
+    """A budget amount, whole thousands, that puts the owner at ``target`` (ok, warning, critical)
+    on the demo month: see the rule above. Decimal throughout; no float touches the money."""
+    from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP
+
+    thousand = Decimal(1000)
+    if target == "critical":
+        scaled, rounding = month_to_date / Decimal("1.10"), ROUND_FLOOR
+    elif target == "warning":
+        scaled, rounding = month_to_date / Decimal("0.85"), ROUND_HALF_UP
+    else:
+        scaled, rounding = forecast / Decimal("0.70"), ROUND_CEILING
+    return ((scaled / thousand).to_integral_value(rounding=rounding) * thousand).quantize(
+        Decimal("0.01")
+    )
+
+
+def _fraction(value: Decimal) -> str:
+    text = format(Decimal(value).normalize(), "f")
+    return text if "." in text else f"{text}.0"
+
+
+def block_budget_sizing(warehouse: Path) -> str:
+    """seeds/budgets.csv as the sizing rule gives it on the demo month (one row per budget)."""
+    import duckdb
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        rows = con.execute(BUDGET_SIZING_SQL, [demo_month()]).fetchall()
+    lines = [
+        "team_id,project_id,month,amount,currency,warn_threshold,critical_threshold,reserved_amount"
+    ]
+    for team, project, month, currency, to_date, forecast, reserved, warn, critical in rows:
+        amount = sized_budget(BUDGET_TARGETS.get((team, project), "ok"), to_date, forecast)
+        lines.append(
+            f"{team},{project or ''},{month.isoformat()},{amount},{currency},"
+            f"{_fraction(warn)},{_fraction(critical)},{Decimal(reserved):.2f}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _statement_files(warehouse: Path, out: str) -> None:
+    run_command(
+        ["statements", "--month", demo_month(), "--warehouse", str(warehouse), "--out", out]
+    )
+
+
+def block_statement_gpu_hours(warehouse: Path) -> str:
+    """nlp's GPU-hours and unit rates per GPU model on the demo month (its `_gpu_hours.csv`)."""
+    with tempfile.TemporaryDirectory(prefix="gpucost-docs-statements-") as out:
+        _statement_files(warehouse, out)
+        return (Path(out) / f"statement_{demo_month()}_nlp_USD_gpu_hours.csv").read_text("utf-8")
+
+
+def block_statement_appendix(warehouse: Path) -> str:
+    """nlp's workload appendix on the demo month: the header, its costliest model placement, its
+    costliest rule placement, and the rows of money tied to no workload."""
+    with tempfile.TemporaryDirectory(prefix="gpucost-docs-statements-") as out:
+        _statement_files(warehouse, out)
+        path = Path(out) / f"statement_{demo_month()}_nlp_USD_workloads.csv"
+        lines = path.read_text("utf-8").splitlines()
+    header, rows = lines[0], lines[1:]
+    kept = [next(row for row in rows if f",{method}," in row) for method in ("model", "rule")]
+    other = [row for row in rows if row.startswith(f"{demo_month()},nlp,USD,,")]
+    return "\n".join([header, *kept, "...", *other]) + "\n"
+
+
+BLOCKS["budget_sizing"] = block_budget_sizing
+BLOCKS["statement_gpu_hours"] = block_statement_gpu_hours
+BLOCKS["statement_appendix"] = block_statement_appendix
+INLINE_FIGURES["model_placed_total"] = (
+    "select sum(billed_cost) from marts.fct_cost_allocation where attribution_method = 'model'",
+    cents,
+)
+INLINE_FIGURES["statement_workload_rows"] = (
+    "select count(*) from marts.rpt_statement_workloads",
+    count,
+)
+
+
+# --------------------------------------------------------------------------------------------------
 # reading, checking and writing the pages
 
 

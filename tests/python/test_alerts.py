@@ -1,8 +1,10 @@
-"""Budgets and alerts: statuses against the marts, exit codes, the webhook (on 127.0.0.1 only)."""
+"""Budgets and alerts: statuses against the marts, one alert per budget, exit codes (2 on a bad or
+empty month), the seed as the documented sizing rule gives it, the webhook (on 127.0.0.1 only)."""
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +20,7 @@ import pytest
 from gpucost.commands import cli
 from gpucost.commands.alerts import WebhookError, build_payload, post_webhook, read_alerts
 
-from .conftest import run_dbt
+from .conftest import PROJECT_DIR, run_dbt
 
 MONTH = "2026-10"
 CENT = Decimal("0.01")
@@ -40,8 +42,11 @@ BUDGET_CHANGES = {
     # vision's whole-team budget far below what it spent: a crossed critical threshold
     "crossed": "update reference.budgets set amount = 100.00 "
     "where team_id = 'vision' and project_id is null",
-    # every budget far above spend (and above its run rate): no alert at all
-    "quiet": "update reference.budgets set amount = 100000000.00, reserved_amount = 0",
+    # every budget far above spend (and above its run rate): no alert at all; and a budget for a
+    # month the warehouse has no cost in yet
+    "quiet": "update reference.budgets set amount = 100000000.00, reserved_amount = 0; "
+    "insert into reference.budgets values "
+    "('nlp', null, date '2026-12-01', 1000.00, 'USD', 0.8, 1.0, 0)",
 }
 
 
@@ -51,7 +56,7 @@ def budget_copies(generated_warehouse) -> dict[str, Path]:
     for name, update in BUDGET_CHANGES.items():
         copies[name] = generated_warehouse.copy(f"budgets_{name}")
         with duckdb.connect(str(copies[name])) as con:
-            con.sql(update)
+            con.execute(update)
 
     def rebuild(name: str):
         work = generated_warehouse.work / f"budgets_{name}"
@@ -83,12 +88,25 @@ def quiet_warehouse(budget_copies) -> Path:
     return budget_copies["quiet"]
 
 
+def _expected_status(mtd, forecast, amount, warn, critical) -> str:
+    """The status ladder from first principles: the most severe threshold crossed or forecast."""
+    if mtd >= amount * critical:
+        return "critical"
+    if forecast >= amount * critical:
+        return "forecast_critical"
+    if mtd >= amount * warn:
+        return "warning"
+    if forecast >= amount * warn:
+        return "forecast_warning"
+    return "ok"
+
+
 def test_budget_status_matches_the_chargeback_and_the_run_rate(generated_warehouse):
     rows = generated_warehouse.sql(
         """
         select status.team_id, status.project_id, status.month_to_date_cost, status.forecast_cost,
             status.reserved_amount, status.days_elapsed, status.days_in_month, status.as_of_date,
-            status.status, status.budget_amount,
+            status.status, status.budget_amount, status.warn_threshold, status.critical_threshold,
             (
                 select sum(billed_cost) from marts.fct_chargeback_monthly as chargeback
                 where chargeback.team_id = status.team_id
@@ -100,25 +118,85 @@ def test_budget_status_matches_the_chargeback_and_the_run_rate(generated_warehou
     )
     seeded = generated_warehouse.sql("select count(*) from reference.budgets")[0][0]
     assert len(rows) == seeded >= 5
-    for team, project, mtd, forecast, reserved, elapsed, days, as_of, status, amount, cost in rows:
+    (last_day,) = generated_warehouse.sql(
+        "select max(cast(charge_period_start_at as date)) from marts.fct_cost_allocation "
+        "where strftime(charge_period_start_at, '%Y-%m') = '2026-10'"
+    )[0]
+    for row in rows:
+        team, project, mtd, forecast, reserved, elapsed, days, as_of, status, amount = row[:10]
+        warn, critical, cost = row[10:]
         assert mtd == cost, (team, project)
-        assert str(as_of) == "2026-10-03" and elapsed == 3 and days == 31  # 3 generated days
+        assert as_of == last_day and elapsed == last_day.day and days == 31
         run_rate = (mtd * days / elapsed).quantize(CENT, rounding=ROUND_HALF_UP)
         assert forecast == run_rate + reserved, (team, project)
-        if mtd >= amount:
-            assert status == "critical"
-        elif forecast >= amount:
-            assert status == "forecast_critical"
-    by_owner = {(r[0], r[1]): r for r in rows}
-    # the seed sizes nlp/translate-v3 for the full default month; 3 days of this sample project past it
-    assert by_owner[("nlp", "translate-v3")][8] == "forecast_critical"
-    assert by_owner[("recsys", None)][8] == "ok"
+        assert status == _expected_status(mtd, forecast, amount, warn, critical), (team, project)
+
+
+def test_one_alert_per_budget_at_its_worst_level(generated_warehouse):
+    """A budget that is not ok raises exactly one alert, its status; a critical budget no warning."""
+    statuses = generated_warehouse.sql(
+        "select budget_id, status, warn_threshold, critical_threshold, month_to_date_cost, "
+        "forecast_cost from marts.rpt_budget_status"
+    )
+    alerts = generated_warehouse.sql(
+        "select budget_id, alert_type, alert_level, alert_kind, threshold_ratio, observed_cost "
+        "from marts.fct_budget_alerts"
+    )
+    by_budget = {row[0]: row for row in alerts}
+    assert len(by_budget) == len(alerts)  # never two rows for one budget
+    assert set(by_budget) == {row[0] for row in statuses if row[1] != "ok"}
+    assert any(row[1] != "ok" for row in statuses), "the 3-day month should raise some alert"
+    for budget, status, warn, critical, mtd, forecast in statuses:
+        if status == "ok":
+            continue
+        _, alert_type, level, kind, ratio, observed = by_budget[budget]
+        assert alert_type == status
+        assert level == ("critical" if "critical" in status else "warning")
+        assert kind == ("forecast" if status.startswith("forecast_") else "actual")
+        assert ratio == (critical if level == "critical" else warn)
+        assert observed == (forecast if kind == "forecast" else mtd)
+
+
+def test_the_seed_is_the_documented_sizing():
+    """seeds/budgets.csv is the `budget_sizing` block of the docs page, which test_docs checks
+    against the demo month: a hand-edited seed, or a demo month that moved, fails one of the two."""
+    page = (PROJECT_DIR / "docs" / "statements-and-budgets.md").read_text(encoding="utf-8")
+    block = re.search(
+        r"<!-- figure-block: budget_sizing -->\n```[a-z]*\n(?P<value>.*?)```\n", page, re.S
+    )
+    assert block, "docs/statements-and-budgets.md has no budget_sizing block"
+    seed = (PROJECT_DIR / "seeds" / "budgets.csv").read_text(encoding="utf-8")
+    assert seed == block["value"]
+
+
+def test_an_unknown_or_malformed_month_exits_2_with_one_line(generated_warehouse, capsys):
+    for month, reason in (
+        ("2026-11", "no budget for 2026-11"),
+        ("2026-13", "must be a month as YYYY-MM"),
+        ("oct", "must be a month as YYYY-MM"),
+        ("2026-10-01", "must be a month as YYYY-MM"),
+    ):
+        capsys.readouterr()
+        code = cli.main(["alerts", "--month", month, "--warehouse", str(generated_warehouse.path)])
+        captured = capsys.readouterr()
+        assert code == 2, month
+        assert reason in captured.err and captured.err.count("\n") == 1, captured.err
+        assert "none" not in captured.out and "Traceback" not in captured.err
+    with pytest.raises(ValueError, match="no budget for 2026-11"):
+        read_alerts(generated_warehouse.path, "2026-11")
+
+
+def test_a_budget_month_without_cost_exits_2(quiet_warehouse, capsys):
+    code = cli.main(["alerts", "--month", "2026-12", "--warehouse", str(quiet_warehouse)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "no cost for 2026-12 in fct_chargeback_monthly" in err and err.count("\n") == 1
 
 
 def test_a_crossed_budget_alerts_and_exits_1(crossed_warehouse, capsys):
     alerts = read_alerts(crossed_warehouse, MONTH)
     vision = [a for a in alerts if a["team_id"] == "vision" and a["project_id"] is None]
-    assert {a["alert_type"] for a in vision} == {"critical", "warning"}
+    assert [a["alert_type"] for a in vision] == ["critical"]  # one alert, no warning beside it
     (spent,) = _sql(
         crossed_warehouse,
         "select sum(billed_cost) from marts.fct_chargeback_monthly where team_id = 'vision'",

@@ -386,10 +386,10 @@ def test_a_target_accuracy_derives_the_threshold_from_the_predictions():
     assert 0.5 <= expected < 0.9  # p_own 0.8: no workload is 90 % sure, most are 80 %
     placed = [p for p in result.predictions if p.confidence >= expected]
     assert placed and len(placed) < len(result.predictions)
-    # the same model and candidates as the fixed threshold; only who is explained differs
+    # the same model and candidates as the fixed threshold
     assert [p.candidates for p in result.predictions] == [p.candidates for p in fixed.predictions]
-    assert all(not p.signals for p in placed)
-    assert any(p.signals for p in result.predictions if p.confidence < expected)
+    # placed or not, each prediction is explained (the review queue; the statement's appendix)
+    assert all(p.signals for p in result.predictions if p.confidence < 1)
     mean = sum(p.confidence * targets[p.workload_id]["gpu_count"] for p in placed) / sum(
         targets[p.workload_id]["gpu_count"] for p in placed
     )

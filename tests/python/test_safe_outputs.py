@@ -136,7 +136,11 @@ def test_every_written_csv_neutralises_formulas_from_data(hostile_warehouse, tmp
     } <= seen
     assert negative_numbers > 0
     # the statement's numbers still add up: the total row is the sum of the project totals
-    (statement,) = [path for path in statements.glob("*.csv") if "_evil_" in path.name]
+    (statement,) = [
+        path
+        for path in statements.glob("*.csv")
+        if "_evil_" in path.name and not path.stem.endswith(("_gpu_hours", "_workloads"))
+    ]
     rows = _csv_cells(statement)
     total = [Decimal(row["billed_cost"]) for row in rows if row["line_type"] == "total"]
     projects = [Decimal(row["billed_cost"]) for row in rows if row["line_type"] == "project_total"]

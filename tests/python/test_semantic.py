@@ -409,6 +409,8 @@ def test_dbt_docs_generate_documents_every_mart_column(generated_warehouse: Ware
     assert depends["team_statements"] == {
         "fct_chargeback_monthly",
         "fct_cost_allocation",
+        "fct_gpu_usage",
+        "rpt_statement_workloads",
         "dim_teams",
         "dim_projects",
         "team_billing_modes",

@@ -1,7 +1,8 @@
--- One row per budget threshold (warning, critical) that month-to-date cost has crossed (an `actual`
--- alert) or that the run-rate forecast will cross (a `forecast` alert, only while the actual cost has not
--- crossed that threshold yet). A budget with nothing crossed has no row. Crossing is exact: cost >= amount
--- x threshold, compared in DECIMAL.
+-- One alert per budget that is not ok, at its most severe level (rpt_budget_status.status): a budget
+-- whose month-to-date cost crossed the critical threshold raises one critical alert, not a critical and a
+-- warning. The level is the threshold (warning, critical); the kind says whether month-to-date cost
+-- crossed it (`actual`) or the run-rate forecast will (`forecast`). A budget that is ok has no row.
+-- Crossing is exact: cost >= amount x threshold, compared in DECIMAL (in rpt_budget_status).
 with
 
 budget_status as (
@@ -10,45 +11,29 @@ budget_status as (
 
 ),
 
-levels as (
-
-    select
-        budget_status.*,
-        'warning' as alert_level,
-        budget_status.warn_threshold as threshold_ratio
-    from budget_status
-    union all
-    select
-        budget_status.*,
-        'critical' as alert_level,
-        budget_status.critical_threshold as threshold_ratio
-    from budget_status
-
-),
-
-crossed as (
-
-    select
-        *,
-        budget_amount * threshold_ratio as threshold_amount_exact,
-        case
-            when month_to_date_cost >= budget_amount * threshold_ratio then 'actual'
-            when forecast_cost >= budget_amount * threshold_ratio then 'forecast'
-        end as alert_kind
-    from levels
-
-),
-
 alerts as (
 
     select
         *,
+        status as alert_type,
+        case when status in ('critical', 'forecast_critical') then 'critical' else 'warning' end
+            as alert_level,
+        case when status in ('critical', 'warning') then 'actual' else 'forecast' end as alert_kind
+    from budget_status
+    where status != 'ok'
+
+),
+
+measured as (
+
+    select
+        *,
+        case when alert_level = 'critical' then critical_threshold else warn_threshold end
+            as threshold_ratio,
         case when alert_kind = 'actual' then month_to_date_cost else forecast_cost end as observed_cost,
         case when alert_kind = 'actual' then burn_ratio else forecast_ratio end as observed_ratio,
-        case when alert_kind = 'actual' then alert_level else 'forecast_' || alert_level end as alert_type,
         team_id || case when project_id is null then '' else '/' || project_id end as owner_label
-    from crossed
-    where alert_kind is not null
+    from alerts
 
 ),
 
@@ -78,7 +63,7 @@ final as (
         || alert_level || ' threshold ' || cast(cast(threshold_ratio * 100 as decimal(18, 1)) as string) || '%'
         || coalesce(' (as of ' || cast(as_of_date as string) || ')', '') as message,
         budget_amount,
-        cast(threshold_amount_exact as {{ cents_type() }}) as threshold_amount,
+        cast(budget_amount * threshold_ratio as {{ cents_type() }}) as threshold_amount,
         observed_cost,
         month_to_date_cost,
         forecast_cost,
@@ -86,7 +71,7 @@ final as (
         observed_ratio,
         billing_period_start,
         as_of_date
-    from alerts
+    from measured
 
 )
 

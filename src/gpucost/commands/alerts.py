@@ -4,11 +4,13 @@
     gpucost alerts --month 2026-10 --webhook URL     also POST them as JSON to a webhook
     gpucost alerts --webhook URL --dry-run           print the JSON instead of sending it
 
-Alerts are the rows of ``marts.fct_budget_alerts`` (a budget threshold crossed by month-to-date
-cost, or forecast to be crossed by the run rate plus reservations; see
-docs/statements-and-budgets.md). Exit codes: 0 no alert, 1 at least one alert (also when it was
-delivered), 2 the warehouse cannot be read or the webhook failed. Money in the payload is decimal
-text (``"48517.89"``), never a float.
+Alerts are the rows of ``marts.fct_budget_alerts``: one per budget that is not ok, at its most
+severe level (a threshold crossed by month-to-date cost, or forecast to be crossed by the run rate
+plus reservations; see docs/statements-and-budgets.md). Exit codes: 0 no alert, 1 at least one
+alert (also when it was delivered), 2 the warehouse cannot be read, the webhook failed, or the
+month is not a YYYY-MM month, has no budget or has no cost in the warehouse (a typo in ``--month``
+must not pass a CI step as "no alerts"). Money in the payload is decimal text (``"48517.89"``),
+never a float.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from gpucost.commands.statements import MONTH_PATTERN, month_arg
+from gpucost.commands.statements import MONTH_PATTERN
 
 DEFAULT_TIMEOUT = 10.0
 USER_AGENT = "gpucost-alerts/0.1"
@@ -62,6 +64,10 @@ order by
     end,
     team_id, project_id nulls first, alert_level
 """
+
+
+class MonthError(ValueError):
+    """The month asked for is not a month, or the warehouse has no budget or no cost for it."""
 
 
 class WebhookError(RuntimeError):
@@ -162,14 +168,43 @@ def latest_budget_month(warehouse: Path) -> str | None:
     return rows[0][0].strftime("%Y-%m") if rows and rows[0][0] else None
 
 
+def check_month(con: Any, month: str) -> date:
+    """The first day of ``month`` (YYYY-MM) when the warehouse has budgets and cost for it.
+
+    Raises MonthError, with the months it does have, when ``month`` is not a month, no budget of
+    the seed is for it, or ``fct_chargeback_monthly`` has no cost in it: each would otherwise print
+    "none" and exit 0, and a typo would pass."""
+    if not MONTH_PATTERN.fullmatch(month or ""):
+        raise MonthError(f"--month must be a month as YYYY-MM, not {month!r}")
+    start = date(int(month[:4]), int(month[5:7]), 1)
+
+    def months(table: str) -> list[str]:
+        rows = con.execute(
+            f"select distinct strftime(billing_period_start, '%Y-%m') from marts.{table} order by 1"
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    budget_months = months("rpt_budget_status")
+    if month not in budget_months:
+        known = ", ".join(budget_months) or "none (the seed budgets is empty)"
+        raise MonthError(f"no budget for {month} in rpt_budget_status (budget months: {known})")
+    cost_months = months("fct_chargeback_monthly")
+    if month not in cost_months:
+        known = ", ".join(cost_months) or "none"
+        raise MonthError(
+            f"no cost for {month} in fct_chargeback_monthly (months with cost: {known}); "
+            "its budgets cannot be checked"
+        )
+    return start
+
+
 def read_alerts(warehouse: Path, month: str) -> list[Alert]:
-    """The alert rows of ``month`` (YYYY-MM), most severe first."""
+    """The alert rows of ``month`` (YYYY-MM), most severe first; MonthError when the month is
+    not one the warehouse has budgets and cost for (:func:`check_month`)."""
     import duckdb
 
-    if not MONTH_PATTERN.fullmatch(month):
-        raise ValueError(f"month must be YYYY-MM, not {month!r}")
-    start = date(int(month[:4]), int(month[5:7]), 1)
     with duckdb.connect(str(warehouse), read_only=True) as con:
+        start = check_month(con, month)
         rows = con.execute(ALERTS_SQL, [start]).fetchall()
     return [dict(zip(ALERT_COLUMNS, row, strict=True)) for row in rows]
 
@@ -195,6 +230,9 @@ def cmd_alerts(args: argparse.Namespace) -> int:
             print("Budget alerts: no budgets in rpt_budget_status (seed budgets is empty)")
             return 0
         alerts = read_alerts(warehouse, month)
+    except MonthError as error:
+        print(f"gpucost: {error}", file=sys.stderr)
+        return 2
     except Exception as error:  # a missing mart or a locked file: say so, exit 2
         from gpucost.commands.safe_output import first_line, one_line_error
 
@@ -226,7 +264,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="print budget alerts (exit 1 if any); optionally POST them to a webhook",
         description=__doc__.split("\n\n")[0],
     )
-    parser.add_argument("--month", type=month_arg, help="budget month YYYY-MM (default: latest)")
+    # checked by the command (check_month), so a bad month is one line and exit 2, as an empty one
+    parser.add_argument("--month", help="budget month YYYY-MM (default: latest)")
     parser.add_argument(
         "--webhook",
         help=f"POST the alerts as JSON to this http(s) URL (default ${WEBHOOK_ENV}, which keeps "

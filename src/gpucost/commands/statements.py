@@ -11,86 +11,48 @@ bill. The other sections explain those cents: the policy behind each kind (``all
 ``attribution_confidence`` column, by confidence band. Those breakdowns are apportioned to the
 statement's cents by largest remainder, so they add up to the same total. Whether a team is charged
 or only informed comes from the seed ``team_billing_modes`` (default chargeback).
+
+What backs a statement in a dispute, GPU-hours and unit rates per GPU model and the appendix of the
+workloads behind the charge (method, confidence, the signals of each model or rule placement), is
+:mod:`gpucost.commands.statements_appendix`; the codes in words, :mod:`.statements_labels`; the
+HTML page, :mod:`.statements_page`. Files per statement: ``<stem>.csv``, ``<stem>.html``,
+``<stem>_gpu_hours.csv``, ``<stem>_workloads.csv``.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import html
 import io
 import re
 import sys
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from gpucost.commands.safe_output import csv_row
-from gpucost.core.money import round_to_cents, to_units
+from gpucost.commands import statements_appendix as appendix
+from gpucost.commands.safe_output import PseudonymiseError, csv_row
+from gpucost.commands.statements_labels import (
+    KINDS,
+    kind_description,
+    kind_label,
+    method_order,
+)
+from gpucost.commands.statements_page import MODE_LABELS, money, render_html
 
-KINDS = ("direct", "usage", "idle", "shared", "unallocated")
 MODES = ("chargeback", "showback")
 DEFAULT_MODE = "chargeback"
-MODE_LABELS = {
-    "chargeback": "Amount to be charged",
-    "showback": "For information - not charged",
-}
-ATTRIBUTION_METHODS = ("bill_tag", "pod_label", "slurm_account", "policy", "none")
-KIND_LABELS = {
-    "direct": "Tagged bill lines",
-    "usage": "GPU time of the project's workloads (and their volumes)",
-    "idle": "Idle GPU time carried under the idle policy",
-    "shared": "Share of untagged overheads (storage, network, support, tax, credits)",
-    "unallocated": "Money whose project is not known",
-}
-POLICY_LABELS = {
-    "whole_line": "a tagged bill line, charged whole",
-    "requested": "GPU time requested (Kubernetes GPU requests x time)",
-    "used": "GPU time used (DCGM busy time)",
-    "max": "the larger of requested and used GPU time",
-    "idle_proportional": "idle GPU time spread in proportion to the workloads' GPU time "
-    "(idle policy: proportional)",
-    "idle_even": "idle GPU time spread equally per owner (idle policy: even)",
-    "idle_platform": "idle GPU time carried by the platform team (idle policy: platform)",
-    "idle_visible": "idle GPU time kept visible as __idle__ (idle policy: visible)",
-    "shared_by_effective_cost": "spread in proportion to the effective cost already placed on "
-    "each owner",
-    "volume_claim": "a storage volume, split by the time each workload held its claim",
-}
-METHOD_LABELS = {
-    "bill_tag": "a project tag on the bill line",
-    "pod_label": "the workload's project label (Kubernetes)",
-    "slurm_account": "the Slurm job's account",
-    "override": "a human correction (seed attribution_overrides)",
-    "rule": "a declarative attribution rule (seed attribution_rules)",
-    "model": "the learned attribution model, at or above the confidence threshold",
-    "suspense": "parked with the suspense owner (model below the confidence threshold)",
-    "shared_workload": "a shared workload split by its consumers' weights",
-    "policy": "an allocation policy (shared overheads)",
-    "none": "not attributed (unallocated)",
-}
 # Bands of a numeric attribution_confidence in [0, 1] (lower bound inclusive).
 CONFIDENCE_BANDS = (("high", Decimal("0.9")), ("medium", Decimal("0.5")), ("low", Decimal(0)))
 NOT_SCORED = "not scored"
 CENT = Decimal("0.01")
 MONTH_PATTERN = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 
-K = TypeVar("K", bound=Hashable)
-
-
 # -------------------------------------------------------------------------------------------------
 # Pure helpers
-
-
-def _apportion(exact: Mapping[K, Decimal], total: Decimal) -> dict[K, Decimal]:
-    """``exact`` rounded to cents adding up to ``total`` (a cent amount), by
-    :func:`gpucost.core.money.round_to_cents` (largest remainder)."""
-    units = {key: to_units(value) for key, value in exact.items()}
-    cents = round_to_cents(units, int((total / CENT).to_integral_value()))
-    return {key: (value * CENT).quantize(CENT) for key, value in cents.items()}
 
 
 def confidence_band(value: Any) -> str:
@@ -104,11 +66,6 @@ def confidence_band(value: Any) -> str:
         if number >= lower:
             return band
     return CONFIDENCE_BANDS[-1][0]
-
-
-def money(value: Decimal) -> str:
-    """Cents with thousands separators, exactly (Decimal formatting never goes through a float)."""
-    return f"{value:,.2f}"
 
 
 def safe_name(value: str) -> str:
@@ -154,6 +111,14 @@ class Statement:
     attribution: list[tuple[str, Decimal]] = field(default_factory=list)
     confidence: list[tuple[str, Decimal]] | None = None
     as_of_date: date | None = None
+    gpu_lines: list[appendix.GpuModelLine] = field(default_factory=list)
+    workloads: list[appendix.WorkloadLine] = field(default_factory=list)
+    # per attribution method, the cents of its bill lines that name no workload
+    workload_remainders: dict[str, Decimal] = field(default_factory=dict)
+
+    @property
+    def gpu_hours(self) -> Decimal:
+        return sum((line.gpu_hours for line in self.gpu_lines), Decimal(0))
 
     @property
     def month_label(self) -> str:
@@ -187,7 +152,8 @@ CSV_COLUMNS = (
 
 def render_csv(statement: Statement) -> str:
     """The statement as CSV: a ``line`` per project and non-zero cost kind, a ``project_total`` per
-    project and one ``total`` row (its description says whether the amount is charged). Text from
+    project, a ``kind_total`` per non-zero cost kind (in plain words) and one ``total`` row (its
+    description says whether the amount is charged). Text from
     data that a spreadsheet would run as a formula is neutralised (:func:`csv_cell`)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -215,7 +181,7 @@ def render_csv(statement: Statement) -> str:
                     line.project_name,
                     line.cost_kind,
                     line.policy,
-                    KIND_LABELS.get(line.cost_kind, line.cost_kind),
+                    f"{kind_label(line.cost_kind)}: {kind_description(line.cost_kind)}",
                     f"{line.billed_cost:.2f}",
                     "",
                 ]
@@ -233,6 +199,22 @@ def render_csv(statement: Statement) -> str:
                 f"{project.effective_cost:.2f}",
             ]
         )
+    for kind in KINDS:
+        amount = statement.kind_totals.get(kind, Decimal(0))
+        if amount:
+            write(
+                [
+                    *head,
+                    "kind_total",
+                    "",
+                    "",
+                    kind,
+                    "",
+                    f"{kind_label(kind)}: {kind_description(kind)}",
+                    f"{amount:.2f}",
+                    "",
+                ]
+            )
     write(
         [
             *head,
@@ -247,178 +229,6 @@ def render_csv(statement: Statement) -> str:
         ]
     )
     return buffer.getvalue()
-
-
-HTML_STYLE = """
-  :root { --ink: #1d2430; --muted: #5b6575; --rule: #d5dae1; --accent: #2454a6; --show: #8a5a00; }
-  * { box-sizing: border-box; }
-  body { font: 10.5pt/1.45 "Helvetica Neue", Arial, sans-serif; color: var(--ink);
-         margin: 2.2em auto; max-width: 52em; padding: 0 1.5em; }
-  h1 { font-size: 17pt; margin: 0 0 0.1em; }
-  h2 { font-size: 11.5pt; margin: 1.8em 0 0.5em; border-bottom: 1px solid var(--rule);
-       padding-bottom: 0.2em; }
-  .meta { color: var(--muted); margin: 0 0 1.2em; }
-  .amount { border: 2px solid var(--accent); border-radius: 4px; padding: 0.7em 1em; margin: 1em 0;
-            display: flex; justify-content: space-between; align-items: baseline; }
-  .amount.showback { border-color: var(--show); border-style: dashed; }
-  .amount .label { font-weight: 600; }
-  .amount .value { font-size: 16pt; font-weight: 700; font-variant-numeric: tabular-nums; }
-  table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
-  th, td { text-align: left; padding: 0.28em 0.5em; border-bottom: 1px solid var(--rule);
-           vertical-align: top; }
-  th { font-size: 9pt; text-transform: uppercase; letter-spacing: 0.03em; color: var(--muted); }
-  td.num, th.num { text-align: right; white-space: nowrap; }
-  tr.subtotal td { font-weight: 600; border-bottom: 1.5px solid var(--ink); }
-  tr.total td { font-weight: 700; font-size: 11.5pt; border-top: 2px solid var(--ink);
-                border-bottom: none; }
-  .note { color: var(--muted); font-size: 9pt; }
-  code { font-size: 9pt; }
-  @page { size: A4; margin: 16mm 14mm; }
-  @media print {
-    body { margin: 0; max-width: none; padding: 0; font-size: 9.5pt; }
-    h2 { break-after: avoid; }
-    tr, .amount { break-inside: avoid; }
-    .amount { border-width: 1.5pt; }
-  }
-"""
-
-
-def _cell(value: str, numeric: bool = False) -> str:
-    css = ' class="num"' if numeric else ""
-    return f"<td{css}>{html.escape(value)}</td>"
-
-
-def _policy_text(basis: str) -> str:
-    return POLICY_LABELS.get(basis, basis)
-
-
-def render_html(statement: Statement) -> str:
-    """A self-contained printable page (inline CSS, no external assets)."""
-    esc = html.escape
-    cur = statement.billing_currency
-    mode_class = "showback" if statement.billing_mode == "showback" else "chargeback"
-    rows: list[str] = []
-    for project in statement.projects:
-        lines = [line for line in statement.lines if line.project_id == project.project_id]
-        for index, line in enumerate(lines):
-            name = f"{project.project_name} ({project.project_id})" if index == 0 else ""
-            rows.append(
-                "<tr>"
-                + _cell(name)
-                + _cell(line.cost_kind)
-                + _cell(" + ".join(_policy_text(b) for b in line.policy.split("+") if b))
-                + _cell(money(line.billed_cost), numeric=True)
-                + "</tr>"
-            )
-        rows.append(
-            '<tr class="subtotal">'
-            + _cell(f"Total {project.project_name}" if lines else project.project_name)
-            + _cell("")
-            + _cell(f"effective (amortised) {money(project.effective_cost)}")
-            + _cell(money(project.billed_cost), numeric=True)
-            + "</tr>"
-        )
-    rows.append(
-        '<tr class="total">'
-        + _cell(statement.mode_label)
-        + _cell("")
-        + _cell(f"effective (amortised) {money(statement.total_effective)}")
-        + _cell(f"{money(statement.total_billed)} {cur}", numeric=True)
-        + "</tr>"
-    )
-
-    kind_rows = "".join(
-        "<tr>"
-        + _cell(kind)
-        + _cell(KIND_LABELS[kind])
-        + _cell(money(statement.kind_totals.get(kind, Decimal(0))), numeric=True)
-        + "</tr>"
-        for kind in KINDS
-    )
-    policy_rows = "".join(
-        "<tr>"
-        + _cell(kind)
-        + f"<td><code>{esc(basis)}</code> - {esc(_policy_text(basis))}</td>"
-        + _cell(money(amount), numeric=True)
-        + "</tr>"
-        for kind, basis, amount in statement.policies
-    )
-    attribution_rows = "".join(
-        "<tr>"
-        + f"<td><code>{esc(method)}</code></td>"
-        + _cell(METHOD_LABELS.get(method, method))
-        + _cell(money(amount), numeric=True)
-        + "</tr>"
-        for method, amount in statement.attribution
-    )
-    if statement.confidence is None:
-        confidence = (
-            "<p>ML attribution is not enabled yet: <code>fct_cost_allocation</code> has no "
-            "<code>attribution_confidence</code> column. Every amount on this statement was placed "
-            "by a bill tag, a pod label or an allocation policy, or is shown as unallocated.</p>"
-        )
-    else:
-        bands = "".join(
-            "<tr>" + _cell(band) + _cell(money(amount), numeric=True) + "</tr>"
-            for band, amount in statement.confidence
-        )
-        confidence = (
-            "<p>Money by the confidence of its attribution (<code>attribution_confidence</code>; "
-            "numeric scores: high &ge; 0.9, medium &ge; 0.5, low below).</p>"
-            '<table><thead><tr><th>band</th><th class="num">amount</th></tr></thead>'
-            f"<tbody>{bands}</tbody></table>"
-        )
-    as_of = f", costs through {statement.as_of_date.isoformat()}" if statement.as_of_date else ""
-    title = f"GPU cost statement {statement.month_label} - {statement.team_name}"
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{esc(title)}</title>
-<style>{HTML_STYLE}</style>
-</head>
-<body>
-<h1>{esc(title)}</h1>
-<p class="meta">Team <code>{esc(statement.team_id)}</code> &middot; billing month \
-{esc(statement.month_label)}{esc(as_of)} &middot; currency {esc(cur)} &middot; \
-{esc(statement.billing_mode)}</p>
-<div class="amount {mode_class}"><span class="label">{esc(statement.mode_label)}</span>
-<span class="value">{esc(money(statement.total_billed))} {esc(cur)}</span></div>
-
-<h2>Statement lines</h2>
-<table>
-<thead><tr><th>project</th><th>kind</th><th>how it was sized</th><th class="num">billed</th></tr>
-</thead>
-<tbody>
-{"".join(rows)}
-</tbody>
-</table>
-
-<h2>By cost kind</h2>
-<table><thead><tr><th>kind</th><th>what it is</th><th class="num">billed</th></tr></thead>
-<tbody>{kind_rows}</tbody></table>
-
-<h2>Policies behind each kind (idle and shared shares included)</h2>
-<table><thead><tr><th>kind</th><th>policy (allocation basis)</th><th class="num">billed</th></tr>
-</thead><tbody>{policy_rows}</tbody></table>
-<p class="note">Read from <code>fct_cost_allocation.allocation_basis</code>, as configured by the
-dbt vars <code>gpucost_allocation_basis</code> and <code>gpucost_idle_policy</code> when the
-warehouse was built.</p>
-
-<h2>Attribution: how the owner was known</h2>
-<table><thead><tr><th>method</th><th>meaning</th><th class="num">billed</th></tr></thead>
-<tbody>{attribution_rows}</tbody></table>
-
-<h2>Attribution confidence</h2>
-{confidence}
-
-<p class="note">Amounts are billed cost in {esc(cur)}, rounded to cents by largest remainder so that
-the month's statements add up exactly to the bill. The statement lines are
-<code>fct_chargeback_monthly</code>; the breakdowns by policy, method and confidence are the exact
-amounts of <code>fct_cost_allocation</code> apportioned to the same cents.</p>
-</body>
-</html>
-"""
 
 
 # -------------------------------------------------------------------------------------------------
@@ -552,9 +362,19 @@ def read_statements(
             """,
             [start, start, start],
         ).fetchall()
+        gpu_rows, appendix_rows = appendix.read_sections(con, start, team)
     as_of = as_of_rows[0][0] if as_of_rows else None
     return build_statements(
-        start, chargeback, bases, methods, confidence_rows, modes, mode, as_of_date=as_of
+        start,
+        chargeback,
+        bases,
+        methods,
+        confidence_rows,
+        modes,
+        mode,
+        as_of_date=as_of,
+        gpu_rows=gpu_rows,
+        appendix_rows=appendix_rows,
     )
 
 
@@ -567,12 +387,19 @@ def build_statements(
     modes: Mapping[str, str],
     mode_override: str | None = None,
     as_of_date: date | None = None,
+    gpu_rows: Iterable[tuple[Any, ...]] = (),
+    appendix_rows: Iterable[tuple[Any, ...]] = (),
 ) -> list[Statement]:
     """Assemble statements from the rows read by :func:`read_statements` (pure; no database).
 
     Lines and totals are the chargeback cents unchanged, so ``total_billed`` is exactly the sum of
-    the team's fct_chargeback_monthly rows; the breakdowns are apportioned to those cents.
+    the team's fct_chargeback_monthly rows; the breakdowns are apportioned to those cents, and the
+    workload appendix to the breakdown by method (:func:`statements_appendix.build_appendix`).
     """
+    gpu_index = appendix.build_gpu_lines(gpu_rows)
+    appendix_index: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
+    for row in appendix_rows:
+        appendix_index.setdefault((row[0], row[1]), []).append(row[2:])
     grouped: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
     for row in chargeback:
         grouped.setdefault((row[0], row[2]), []).append(row)
@@ -618,18 +445,20 @@ def build_statements(
                     for basis, amount in by_basis.items():
                         exact[basis] = exact.get(basis, Decimal(0)) + amount
             if exact or kind_totals[kind]:
-                for basis, cents in _apportion(exact, kind_totals[kind]).items():
+                for basis, cents in appendix.apportion(exact, kind_totals[kind]).items():
                     policies.append((kind, basis, cents))
 
         attribution_exact = method_index.get((team_id, currency), {})
-        attribution_cents = _apportion(attribution_exact, total_billed)
+        attribution_cents = appendix.apportion(attribution_exact, total_billed)
         ordered_methods = sorted(
             attribution_cents,
-            key=lambda m: ATTRIBUTION_METHODS.index(m) if m in ATTRIBUTION_METHODS else 99,
+            key=method_order,
         )
         confidence = None
         if confidence_rows is not None:
-            band_cents = _apportion(confidence_index.get((team_id, currency), {}), total_billed)
+            band_cents = appendix.apportion(
+                confidence_index.get((team_id, currency), {}), total_billed
+            )
             band_order = [band for band, _ in CONFIDENCE_BANDS] + [NOT_SCORED]
             confidence = sorted(
                 band_cents.items(),
@@ -639,6 +468,9 @@ def build_statements(
                 ),
             )
         mode = mode_override or modes.get(team_id, DEFAULT_MODE)
+        workloads, remainders = appendix.build_appendix(
+            appendix_index.get((team_id, currency), []), attribution_exact, attribution_cents
+        )
         statements.append(
             Statement(
                 month=month,
@@ -655,17 +487,33 @@ def build_statements(
                 attribution=[(method, attribution_cents[method]) for method in ordered_methods],
                 confidence=confidence,
                 as_of_date=as_of_date,
+                gpu_lines=gpu_index.get((team_id, currency), []),
+                workloads=workloads,
+                workload_remainders=remainders,
             )
         )
     return statements
 
 
 def write_statements(statements: Iterable[Statement], out_dir: Path) -> list[Path]:
-    """Write ``<stem>.csv`` and ``<stem>.html`` for each statement into ``out_dir``."""
+    """Write ``<stem>.csv``, ``<stem>.html``, ``<stem>_gpu_hours.csv`` (GPU-hours and rates per GPU
+    model) and ``<stem>_workloads.csv`` (the appendix) for each statement into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for statement in statements:
-        for suffix, text in ((".csv", render_csv(statement)), (".html", render_html(statement))):
+        head = [statement.month_label, statement.team_id, statement.billing_currency]
+        files = (
+            (".csv", render_csv(statement)),
+            (".html", render_html(statement)),
+            ("_gpu_hours.csv", appendix.render_gpu_csv(head, statement.gpu_lines)),
+            (
+                "_workloads.csv",
+                appendix.render_workloads_csv(
+                    head, statement.workloads, statement.workload_remainders
+                ),
+            ),
+        )
+        for suffix, text in files:
             path = out_dir / f"{statement.file_stem}{suffix}"
             path.write_text(text, encoding="utf-8")
             written.append(path)
@@ -691,7 +539,7 @@ def cmd_statements(args: argparse.Namespace) -> int:
     team = args.team.strip().lower() if args.team else None
     try:
         statements = read_statements(warehouse, month, team, args.mode, project_dir)
-    except ValueError as error:
+    except (ValueError, PseudonymiseError) as error:
         print(f"gpucost: {error}", file=sys.stderr)
         return 2
     if not statements:

@@ -64,9 +64,10 @@ def attribute(
     calibrates its own, is the measured hold-out. Every workload without a known project that no
     rule placed (``declared_attribution_method`` absent or ``none``) gets top-3 candidates.
 
-    ``explain_below`` is the auto threshold: predictions below it say which features drove them.
-    With ``target_accuracy`` the threshold is derived instead (:func:`threshold_for_accuracy` over
-    the predictions, weighted by GPU-hours) and returned as ``auto_threshold``.
+    ``explain_below`` is the auto threshold. With ``target_accuracy`` the threshold is derived
+    instead (:func:`threshold_for_accuracy` over the predictions, weighted by GPU-hours) and
+    returned as ``auto_threshold``. Every prediction says which features drove it: those below the
+    threshold for the review queue, those that place money for the statement that charges it.
 
     History features read neighbours on both sides (:func:`history_features`). No feature the
     measured checkpoint is fitted on reads a hold-out label (a training workload's later side reads
@@ -148,15 +149,12 @@ def attribute(
     )
     target_x = [shown[w] for w in target_ids]
     if target_accuracy is None:
-        preds = predict(model, target_x, target_ids, explain_below=explain_below)
+        preds = predict(model, target_x, target_ids)
         return Attribution(preds, holdout, model, explain_below)
     preds = predict(model, target_x, target_ids)
     threshold = threshold_for_accuracy(
         [p.confidence for p in preds], [gpu_hours(r) for r in targets], target_accuracy
     )
-    preds = [
-        p if p.confidence < threshold else Prediction(p.workload_id, p.candidates) for p in preds
-    ]
     return Attribution(preds, holdout, model, threshold)
 
 
