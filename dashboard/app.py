@@ -19,7 +19,7 @@ import streamlit as st
 
 from gpucost.commands import dashboard_data as data
 from gpucost.commands import dashboard_detail as detail
-from gpucost.commands.labels import RESOURCE_PARTS, owner_label
+from gpucost.commands.labels import COST_COMPONENTS, RESOURCE_PARTS, owner_label
 from gpucost.commands.statements import METHOD_LABELS
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
@@ -151,7 +151,7 @@ def _headline(con, filters: data.Filters) -> None:
     for row in detail.headline(con, filters):
         currency = row["billing_currency"]
         total = row["total_cost"]
-        columns = st.columns([1.25, 1.25, 1, 1, 1, 1])
+        columns = st.columns([1.2, 1.5, 0.85, 0.85, 0.9, 1.1])
         columns[0].metric("Month total", data.fmt_money(total, currency))
         if row["previous_month"] is None:
             columns[1].metric("Change vs previous month", "no previous month")
@@ -328,25 +328,34 @@ def _periodic(con, filters: data.Filters) -> None:
     owners = detail.periodic_by_owner(con, filters, dimension)
     for row in owners:
         row["owner_label"] = _owner(row["owner"], dimension)
-    left, right = st.columns([1, 1])
-    left.altair_chart(
-        _bar(owners, "cost_component", "billed_cost", title="Billed cost", color="owner_label"),
+        row["component"] = COST_COMPONENTS.get(row["cost_component"], row["cost_component"])
+    for row in lines:
+        row["component"] = COST_COMPONENTS.get(row["cost_component"], row["cost_component"])
+        row["period"] = f"{row['charge_period_start'] or '?'} to {row['charge_period_end'] or '?'}"
+    st.altair_chart(
+        _bar(
+            owners,
+            "component",
+            "billed_cost",
+            title="Billed cost",
+            color="owner_label",
+            height=60 + 40 * len({row["component"] for row in owners}),
+        ),
         width="stretch",
     )
-    with right:
-        _table(
-            lines,
-            {
-                "billing_period_start": "month",
-                "cost_component": "component",
-                "charge_category": "category",
-                "service_name": "service",
-                "charge_period_start": "from",
-                "charge_period_end": "to",
-                "billed_cost": "billed cost",
-            },
-            money=("billed_cost",),
-        )
+    _table(
+        lines,
+        {
+            "component": "what",
+            "charge_category": "category",
+            "service_name": "service",
+            "period": "charge period",
+            "billing_currency": "currency",
+            "billed_cost": "billed cost",
+            "line_count": "bill lines",
+        },
+        money=("billed_cost",),
+    )
     st.caption(
         "Charges billed once for a period longer than a day (support, tax, credits, commitments), "
         "kept out of the daily chart so that a charge on the 1st does not dwarf the daily trend. "
@@ -426,7 +435,7 @@ def _workload(con, month: date, path: list[str]) -> None:
     }
     method = workload["attribution_method"]
     confidence = workload["attribution_confidence"]
-    columns = st.columns([1, 1, 2.4, 1])
+    columns = st.columns([1, 1, 3, 1])
     columns[0].metric("Workload GPU-hours", f"{workload['gpu_hours']:,.2f}")
     columns[1].metric("Workload cost", data.fmt_money(cents[path[3]], currency))
     columns[2].metric("Workload method", METHOD_LABELS.get(method, method), help=method)
@@ -449,7 +458,10 @@ def _workload(con, month: date, path: list[str]) -> None:
         ("unallocated", data.fmt_money(workload["unallocated_cost"], currency)),
         ("exact allocation", data.fmt_money(workload["exact_cost"], currency)),
     ]
-    _table([{"field": key, "value": value} for key, value in facts], {"field": "", "value": ""})
+    _table(
+        [{"field": key, "value": value} for key, value in facts],
+        {"field": "workload detail", "value": "value"},
+    )
 
 
 def _gpu(con, filters: data.Filters) -> None:
@@ -672,12 +684,14 @@ def _budgets(con, filters: data.Filters) -> None:
 def _statement(con, filters: data.Filters) -> None:
     st.header("Chargeback statement (cents)")
     rows = data.chargeback_by_team(con, filters)
+    for row in rows:
+        row["team"] = owner_label(row["team_id"])
     _table(
         rows,
         {
             "billing_period_start": "month",
             "billing_currency": "currency",
-            "team_id": "team",
+            "team": "team",
             "direct_cost": "direct",
             "usage_cost": "usage",
             "idle_cost": "idle",

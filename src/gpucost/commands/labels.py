@@ -52,7 +52,10 @@ NO_REASON = "(no reason given)"
 
 OWNER_LABELS: dict[str, dict[str, str]] = {
     # fct_gpu_usage: the idle row of a GPU node line, before the idle policy spreads it
-    "gpu_usage": {IDLE_OWNER: "(GPU time nobody requested)"},
+    "gpu_usage": {
+        IDLE_OWNER: "(GPU time nobody requested)",
+        UNALLOCATED_OWNER: "(owner unknown)",
+    },
     # fct_cost_allocation / fct_chargeback_monthly: idle the policy could place on no workload
     "allocation": {
         IDLE_OWNER: "(idle capacity placed on nobody)",
@@ -60,6 +63,20 @@ OWNER_LABELS: dict[str, dict[str, str]] = {
     },
 }
 """System owners in words, per source: the same id means different things in the two marts."""
+
+COST_COMPONENTS: dict[str, str] = {
+    "compute_gpu": "GPU compute",
+    "compute_cpu": "CPU compute",
+    "compute_memory": "memory",
+    "storage": "storage",
+    "network": "network",
+    "licensing": "licences",
+    "energy": "energy",
+    "support_tax_fees": "support, tax and fees",
+    "credits": "credits, refunds and discounts",
+    "other": "other",
+}
+"""``fct_cost_allocation.cost_component`` (what a bill line bought) in words."""
 
 RESOURCE_PARTS: dict[str, str] = {
     "gpu": "GPU",
