@@ -19,12 +19,12 @@ import streamlit as st
 
 from gpucost.commands import dashboard_data as data
 from gpucost.commands import dashboard_detail as detail
-from gpucost.commands.labels import COST_COMPONENTS, RESOURCE_PARTS, owner_label
+from gpucost.commands.labels import BUDGET_STATUSES, COST_COMPONENTS, RESOURCE_PARTS, owner_label
 from gpucost.commands.statements import METHOD_LABELS
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 ALL = "All"
-STATUSES = ["ok", "forecast_warning", "warning", "forecast_critical", "critical"]
+STATUSES = list(BUDGET_STATUSES.values())
 STATUS_COLOURS = ["#2e7d32", "#f9a825", "#ef6c00", "#e57373", "#b71c1c"]
 # Metric values in a smaller font, so that amounts in the millions fit four to a row.
 CSS = """
@@ -148,7 +148,10 @@ def _headline(con, filters: data.Filters) -> None:
         return
     scope = f" for {filters.team}" if filters.team else ""
     st.header(f"The month: {month:%Y-%m}{scope}")
-    for row in detail.headline(con, filters):
+    rows = detail.headline(con, filters)
+    if not rows:
+        st.info("No statement line for this selection in that month.")
+    for row in rows:
         currency = row["billing_currency"]
         total = row["total_cost"]
         columns = st.columns([1.2, 1.5, 0.85, 0.85, 0.9, 1.1])
@@ -185,8 +188,8 @@ def _headline(con, filters: data.Filters) -> None:
             columns[5].metric("Budgets at risk", "not published")
         else:
             levels = ", ".join(
-                f"{count} {status}"
-                for status in STATUSES
+                f"{count} {words}"
+                for status, words in BUDGET_STATUSES.items()
                 if (count := sum(1 for item in row["at_risk"] if item["status"] == status))
             )
             columns[5].metric(
@@ -627,6 +630,7 @@ def _budgets(con, filters: data.Filters) -> None:
         return
     for row in rows:
         row["budget"] = row["team_id"] + (f"/{row['project_id']}" if row["project_id"] else "")
+        row["status"] = BUDGET_STATUSES.get(row["status"], row["status"])
         row["burn"] = data.fmt_ratio(row["burn_ratio"], 1)
         row["forecast"] = data.fmt_ratio(row["forecast_ratio"], 1)
     values = _money_rows(rows, ("budget_amount", "month_to_date_cost", "forecast_cost"))

@@ -78,6 +78,15 @@ COST_COMPONENTS: dict[str, str] = {
 }
 """``fct_cost_allocation.cost_component`` (what a bill line bought) in words."""
 
+BUDGET_STATUSES: dict[str, str] = {
+    "ok": "ok",
+    "forecast_warning": "warning forecast",
+    "warning": "warning",
+    "forecast_critical": "critical forecast",
+    "critical": "critical",
+}
+"""``rpt_budget_status.status`` in words, least to most severe."""
+
 RESOURCE_PARTS: dict[str, str] = {
     "gpu": "GPU",
     "cpu": "CPU",
