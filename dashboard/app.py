@@ -59,8 +59,15 @@ def _money_rows(rows: list[dict], money: tuple[str, ...]) -> list[dict]:
     return out
 
 
-def _table(rows: list[dict], columns: dict[str, str], money: tuple[str, ...] = ()) -> None:
-    """A table with the given columns (key -> header); money formatted from Decimal."""
+def _table(
+    rows: list[dict],
+    columns: dict[str, str],
+    money: tuple[str, ...] = (),
+    *,
+    whole: bool = False,
+) -> None:
+    """A table with the given columns (key -> header); money formatted from Decimal. ``whole``:
+    tall enough to show every row without scrolling."""
     shown = [
         {
             header: (
@@ -72,7 +79,8 @@ def _table(rows: list[dict], columns: dict[str, str], money: tuple[str, ...] = (
         }
         for row in rows
     ]
-    st.dataframe(shown, hide_index=True, width="stretch")
+    height = 38 + 35 * len(rows) if whole else "auto"
+    st.dataframe(shown, hide_index=True, width="stretch", height=height)
 
 
 def _bar(
@@ -352,7 +360,7 @@ def _periodic(con, filters: data.Filters) -> None:
             "component": "what",
             "charge_category": "category",
             "service_name": "service",
-            "period": "charge period",
+            "period": "charge period (end exclusive)",
             "billing_currency": "currency",
             "billed_cost": "billed cost",
             "line_count": "bill lines",
@@ -376,7 +384,7 @@ def _drill_down(con, filters: data.Filters) -> None:
         st.info("No statement in the published marts yet.")
         return
     path: list[str] = []
-    columns = st.columns([1, 1, 1, 2])
+    columns = [*st.columns([1, 1]), *st.columns([1, 1])]
     rows: list[dict] = []
     for level, (column, label) in enumerate(zip(columns, DRILL_LABELS, strict=True)):
         rows = detail.drill_down(con, month, tuple(path))
@@ -464,6 +472,7 @@ def _workload(con, month: date, path: list[str]) -> None:
     _table(
         [{"field": key, "value": value} for key, value in facts],
         {"field": "workload detail", "value": "value"},
+        whole=True,
     )
 
 

@@ -83,16 +83,17 @@ async function idle(page) {
   });
 }
 
-// Choose `owner` in the select box `label`: type it (the box filters its options), then click the
-// option that names it ("<owner>: <amount>"). Returns the options the box offered before typing.
+// Choose `owner` in the select box `label`: type it (the box filters its options as one types),
+// then click the option that names it ("<owner>: <amount>"). Returns the options offered then.
 async function choose(page, label, owner) {
   const input = page.getByRole('combobox', { name: label, exact: true });
   await input.waitFor();
   await input.click();
-  await page.getByRole('option').first().waitFor();
-  const offered = await page.getByRole('option').allInnerTexts();
   await input.fill(owner);
-  await page.getByRole('option').filter({ hasText: `${owner}: ` }).first().click();
+  const option = page.getByRole('option').filter({ hasText: `${owner}: ` }).first();
+  await option.waitFor();
+  const offered = await page.getByRole('option').allInnerTexts();
+  await option.click();
   await idle(page);
   return offered;
 }
