@@ -154,7 +154,7 @@ def _headline(con, filters: data.Filters) -> None:
         st.header("The month")
         st.info("No statement in the published marts yet.")
         return
-    scope = f" for {filters.team}" if filters.team else ""
+    scope = f" for {owner_label(filters.team)}" if filters.team else ""
     st.header(f"The month: {month:%Y-%m}{scope}")
     rows = detail.headline(con, filters)
     if not rows:

@@ -1,4 +1,4 @@
-"""Plain words for identifiers: unallocated reasons, system owners, cost components, budget statuses.
+"""Plain words for identifiers: unallocated reasons, system owners, components, budget statuses.
 
 The one place that turns an ``unallocated_reason`` of ``fct_cost_allocation`` into words a
 finance reader understands (the attribution methods' words are
