@@ -409,19 +409,23 @@ def _drill_down(con, filters: data.Filters) -> None:
     if len(path) < 4:
         level = detail.LEVELS[len(path)]
         shown = [
-            {**row, "owner_label": row["owner"] if path[1:] else owner_label(row["owner"])}
+            {
+                **row,
+                "owner_label": row["owner"] if path[1:] else owner_label(row["owner"]),
+                "method": METHOD_LABELS.get(row.get("attribution_method"), "-"),
+                "confidence": _confidence(row.get("attribution_confidence")),
+            }
             for row in rows
         ]
-        _table(
-            shown,
-            {
-                "owner_label": level,
-                "billing_currency": "currency",
-                "billed_cost": "billed cost",
-                "exact_cost": "exact allocation",
-            },
-            money=("billed_cost",),
-        )
+        columns = {
+            "owner_label": level,
+            "billing_currency": "currency",
+            "billed_cost": "billed cost",
+            "exact_cost": "exact allocation",
+        }
+        if level == "workload":
+            columns |= {"method": "method", "confidence": "confidence"}
+        _table(shown, columns, money=("billed_cost",))
     else:
         _workload(con, month, path)
     st.caption(
@@ -430,6 +434,11 @@ def _drill_down(con, filters: data.Filters) -> None:
         "project's cents by largest remainder, so every level adds up to the one above. Not split "
         "by cluster."
     )
+
+
+def _confidence(value) -> str:
+    """An attribution confidence in [0, 1] to two decimals; a dash when there is none."""
+    return "-" if value is None else f"{Decimal(value):.2f}"
 
 
 def _workload(con, month: date, path: list[str]) -> None:
@@ -450,9 +459,7 @@ def _workload(con, month: date, path: list[str]) -> None:
     columns[0].metric("Workload GPU-hours", f"{workload['gpu_hours']:,.2f}")
     columns[1].metric("Workload cost", data.fmt_money(cents[path[3]], currency))
     columns[2].metric("Workload method", METHOD_LABELS.get(method, method), help=method)
-    columns[3].metric(
-        "Workload confidence", "-" if confidence is None else f"{Decimal(confidence):.2f}"
-    )
+    columns[3].metric("Workload confidence", _confidence(confidence))
     facts = [
         ("workload", workload["workload_id"]),
         ("owner", f"{workload['team_id']} / {workload['project_id']}"),

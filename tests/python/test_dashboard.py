@@ -397,6 +397,10 @@ def test_drill_down_adds_up_at_every_level_to_a_workload(generated_warehouse, co
     )
     assert (got["team_id"], got["project_id"], got["user_id"]) == (team, project, user)
     assert got["attribution_method"] == method and got["attribution_confidence"] == confidence
+    assert (workload["attribution_method"], workload["attribution_confidence"]) == (
+        method,
+        confidence,
+    )
     assert got["exact_cost"] == workload["exact_cost"] == exact_cost
     assert (got["gpu_hours"], got["used_gpu_hours"]) == (gpu_hours, used) and gpu_hours > 0
     assert abs(workload["billed_cost"] - exact_cost) < Decimal("0.10")

@@ -164,7 +164,8 @@ def drill_down(
     """The owners one level below ``path`` (``()``: teams; ``(team,)``: its projects; ``(team,
     project)``: its users; ``(team, project, user)``: its workloads) in ``month``, largest first,
     each with ``owner``, ``billing_currency``, ``billed_cost`` (cents: the statement's for teams
-    and projects, apportioned below) and ``exact_cost`` (the exact allocation).
+    and projects, apportioned below) and ``exact_cost`` (the exact allocation); workloads also
+    with their ``attribution_method`` and ``attribution_confidence``.
 
     Rows of one level add up exactly to their parent's cents. Users without a label are
     ``NO_USER``; allocation rows without a workload (tagged bill lines, spread overheads) are
@@ -188,12 +189,16 @@ def drill_down(
             coalesce({column}, ?) as owner,
             billing_currency,
             sum(billed_cost) as exact_cost,
+            -- a workload has one owner, so one method and confidence (the costliest row's)
+            arg_max(attribution_method, abs(billed_cost)) as attribution_method,
+            arg_max(attribution_confidence, abs(billed_cost)) as attribution_confidence,
         from fct_cost_allocation
         where {" and ".join(clauses)}
         group by all
         """,
         [label, *params],
     )
+    facts = {(row["owner"], row["billing_currency"]): row for row in exact}
     parent_cents = {
         row["billing_currency"]: row["billed_cost"]
         for row in drill_down(con, month, tuple(path[:-1]))
@@ -207,14 +212,17 @@ def drill_down(
         if not amounts:
             continue
         for owner, cents in apportion(amounts, target).items():
-            rows.append(
-                {
-                    "owner": owner,
-                    "billing_currency": currency,
-                    "billed_cost": cents,
-                    "exact_cost": amounts[owner],
-                }
-            )
+            row = {
+                "owner": owner,
+                "billing_currency": currency,
+                "billed_cost": cents,
+                "exact_cost": amounts[owner],
+            }
+            if rest and owner != NO_WORKLOAD:
+                fact = facts[(owner, currency)]
+                row["attribution_method"] = fact["attribution_method"]
+                row["attribution_confidence"] = fact["attribution_confidence"]
+            rows.append(row)
     return sorted(
         rows, key=lambda row: (row["billing_currency"], -row["billed_cost"], row["owner"])
     )
