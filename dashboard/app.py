@@ -11,11 +11,11 @@ labels) and as plain text only (never HTML).
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from decimal import Decimal
 from pathlib import Path
 
 import altair as alt
 import streamlit as st
+import widgets  # dashboard/widgets.py: streamlit puts the script's folder on sys.path
 
 from gpucost.commands import dashboard_data as data
 from gpucost.commands import dashboard_detail as detail
@@ -42,83 +42,6 @@ def _snapshot(signature: tuple):
     return data.load(Path(signature[0]))
 
 
-def _money_rows(rows: list[dict], money: tuple[str, ...]) -> list[dict]:
-    """Rows for a chart or table: money as exact cent strings (``"1234.57"``) and a formatted
-    ``<column>_text`` (``"1,234.57"``) for tooltips."""
-    out = []
-    for row in rows:
-        item = {
-            key: (value.isoformat() if isinstance(value, date) else value)
-            for key, value in row.items()
-            if key not in money
-        }
-        for key in money:
-            item[key] = str(data.cents(row[key]))
-            item[f"{key}_text"] = data.fmt_money(row[key], row.get("billing_currency"))
-        out.append(item)
-    return out
-
-
-def _table(
-    rows: list[dict],
-    columns: dict[str, str],
-    money: tuple[str, ...] = (),
-    *,
-    whole: bool = False,
-) -> None:
-    """A table with the given columns (key -> header); money formatted from Decimal. ``whole``:
-    tall enough to show every row without scrolling."""
-    shown = [
-        {
-            header: (
-                data.fmt_money(row[key])
-                if key in money
-                else (row[key].isoformat() if isinstance(row[key], date) else row[key])
-            )
-            for key, header in columns.items()
-        }
-        for row in rows
-    ]
-    height = 38 + 35 * len(rows) if whole else "auto"
-    st.dataframe(shown, hide_index=True, width="stretch", height=height)
-
-
-def _bar(
-    rows: list[dict],
-    category: str,
-    amount: str,
-    *,
-    title: str,
-    color: str | None = None,
-    color_scale: alt.Scale | None = None,
-    height: int = 260,
-) -> alt.Chart:
-    """Horizontal bars of an amount per category (stacked by ``color``)."""
-    values = _money_rows(rows, (amount,))
-    tooltip = [alt.Tooltip(f"{category}:N"), alt.Tooltip(f"{amount}_text:N", title=title)]
-    encoding = {
-        "y": alt.Y(f"{category}:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
-        "x": alt.X("amount_value:Q", title=title, stack="zero", axis=alt.Axis(format="~s")),
-        "tooltip": tooltip,
-    }
-    if color:
-        encoding["color"] = alt.Color(f"{color}:N", title=None, scale=color_scale or alt.Undefined)
-        tooltip.insert(1, alt.Tooltip(f"{color}:N"))
-    return (
-        alt.Chart(alt.Data(values=values), height=height)
-        .transform_calculate(amount_value=f"toNumber(datum.{amount})")
-        .mark_bar()
-        .encode(**encoding)
-    )
-
-
-def _residual(value, currency: str) -> str:
-    """The residual in cents, or exactly when it is not zero but rounds to 0.00."""
-    if value and not data.cents(value):
-        return f"{value.normalize():f} {currency}"
-    return data.fmt_money(value, currency)
-
-
 def _sidebar(options: dict[str, list]) -> data.Filters:
     st.sidebar.header("Filters")
     months = options["months"]
@@ -142,12 +65,6 @@ def _sidebar(options: dict[str, list]) -> data.Filters:
     )
 
 
-def _signed_money(value, currency: str) -> str:
-    """``+1,234.57 USD`` / ``-1,234.57 USD`` (a change), from the Decimal."""
-    text = data.fmt_money(value, currency)
-    return text if text.startswith("-") else f"+{text}"
-
-
 def _headline(con, filters: data.Filters) -> None:
     month = detail.headline_month(con, filters)
     if month is None:
@@ -169,7 +86,7 @@ def _headline(con, filters: data.Filters) -> None:
         else:
             columns[1].metric(
                 f"Change vs {row['previous_month']:%Y-%m}",
-                _signed_money(row["change"], currency),
+                widgets.signed_money(row["change"], currency),
                 delta=data.fmt_ratio(row["change"], row["previous_cost"]),
                 delta_color="inverse",
             )
@@ -226,7 +143,7 @@ def _reconciliation(con, filters: data.Filters) -> None:
         bill[0].metric("Billed", data.fmt_money(row.get("billed_cost"), currency))
         bill[1].metric("Allocated", data.fmt_money(row.get("allocated_billed_cost"), currency))
         bill[2].metric("Quarantined", data.fmt_money(row.get("quarantined_billed_cost"), currency))
-        bill[3].metric("Residual", _residual(row.get("billed_residual"), currency))
+        bill[3].metric("Residual", widgets.residual(row.get("billed_residual"), currency))
         selection = st.columns(4)
         selection[0].metric("Total cost", data.fmt_money(row.get("total_cost"), currency))
         if row.get("largest_team"):
@@ -274,7 +191,7 @@ def _cost_by_owner(con, filters: data.Filters) -> None:
     if not daily:
         st.info("No daily charges in this selection.")
     else:
-        values = _money_rows(daily, ("billed_cost",))
+        values = widgets.money_rows(daily, ("billed_cost",))
         for value in values:
             value["owner_label"] = _owner(value["owner"], dimension)
         chart = (
@@ -301,7 +218,7 @@ def _cost_by_owner(con, filters: data.Filters) -> None:
     owners = data.cost_by_owner(con, filters, dimension)
     for row in owners:
         row["owner_label"] = _owner(row["owner"], dimension)
-    _table(
+    widgets.table(
         owners,
         {
             "owner_label": dimension,
@@ -344,7 +261,7 @@ def _periodic(con, filters: data.Filters) -> None:
         row["component"] = COST_COMPONENTS.get(row["cost_component"], row["cost_component"])
         row["period"] = f"{row['charge_period_start'] or '?'} to {row['charge_period_end'] or '?'}"
     st.altair_chart(
-        _bar(
+        widgets.bar(
             owners,
             "component",
             "billed_cost",
@@ -354,7 +271,7 @@ def _periodic(con, filters: data.Filters) -> None:
         ),
         width="stretch",
     )
-    _table(
+    widgets.table(
         lines,
         {
             "component": "what",
@@ -413,7 +330,7 @@ def _drill_down(con, filters: data.Filters) -> None:
                 **row,
                 "owner_label": row["owner"] if path[1:] else owner_label(row["owner"]),
                 "method": METHOD_LABELS.get(row.get("attribution_method"), "-"),
-                "confidence": _confidence(row.get("attribution_confidence")),
+                "confidence": widgets.confidence(row.get("attribution_confidence")),
             }
             for row in rows
         ]
@@ -425,7 +342,7 @@ def _drill_down(con, filters: data.Filters) -> None:
         }
         if level == "workload":
             columns |= {"method": "method", "confidence": "confidence"}
-        _table(shown, columns, money=("billed_cost",))
+        widgets.table(shown, columns, money=("billed_cost",))
     else:
         _workload(con, month, path)
     st.caption(
@@ -434,11 +351,6 @@ def _drill_down(con, filters: data.Filters) -> None:
         "project's cents by largest remainder, so every level adds up to the one above. Not split "
         "by cluster."
     )
-
-
-def _confidence(value) -> str:
-    """An attribution confidence in [0, 1] to two decimals; a dash when there is none."""
-    return "-" if value is None else f"{Decimal(value):.2f}"
 
 
 def _workload(con, month: date, path: list[str]) -> None:
@@ -459,7 +371,7 @@ def _workload(con, month: date, path: list[str]) -> None:
     columns[0].metric("Workload GPU-hours", f"{workload['gpu_hours']:,.2f}")
     columns[1].metric("Workload cost", data.fmt_money(cents[path[3]], currency))
     columns[2].metric("Workload method", METHOD_LABELS.get(method, method), help=method)
-    columns[3].metric("Workload confidence", _confidence(confidence))
+    columns[3].metric("Workload confidence", widgets.confidence(confidence))
     facts = [
         ("workload", workload["workload_id"]),
         ("owner", f"{workload['team_id']} / {workload['project_id']}"),
@@ -476,7 +388,7 @@ def _workload(con, month: date, path: list[str]) -> None:
         ("unallocated", data.fmt_money(workload["unallocated_cost"], currency)),
         ("exact allocation", data.fmt_money(workload["exact_cost"], currency)),
     ]
-    _table(
+    widgets.table(
         [{"field": key, "value": value} for key, value in facts],
         {"field": "workload detail", "value": "value"},
         whole=True,
@@ -516,7 +428,7 @@ def _gpu(con, filters: data.Filters) -> None:
     ]
     left, right = st.columns([1, 1])
     left.altair_chart(
-        _bar(
+        widgets.bar(
             stacked,
             "team",
             "amount",
@@ -527,7 +439,7 @@ def _gpu(con, filters: data.Filters) -> None:
         width="stretch",
     )
     with right:
-        _table(
+        widgets.table(
             [
                 {
                     **row,
@@ -574,10 +486,10 @@ def _idle(con, filters: data.Filters) -> None:
     ]
     left, right = st.columns([1, 1])
     left.altair_chart(
-        _bar(stacked, "team", "amount", title="Idle cost", color="resource"), width="stretch"
+        widgets.bar(stacked, "team", "amount", title="Idle cost", color="resource"), width="stretch"
     )
     with right:
-        _table(
+        widgets.table(
             rows,
             {
                 "team": "carried by",
@@ -604,9 +516,8 @@ def _unallocated(con, filters: data.Filters) -> None:
     st.header("Unallocated money")
     st.caption(
         "Money whose project is unknown, by reason and by the team label it carries ((owner "
-        "unknown) when it has none either). The workloads behind it that the attribution model "
-        "could not place are ranked in the review queue, rpt_attribution_review, with a ready "
-        "row for seeds/attribution_overrides.csv for each."
+        "unknown) when it has none either); the workloads behind it that the attribution model "
+        "could not place are ranked in the review queue below."
     )
     reasons = data.unallocated_by_reason(con, filters)
     if not reasons:
@@ -614,22 +525,46 @@ def _unallocated(con, filters: data.Filters) -> None:
         return
     left, right = st.columns([1, 1])
     left.altair_chart(
-        _bar(reasons, "reason", "billed_cost", title="Unallocated cost"), width="stretch"
+        widgets.bar(reasons, "reason", "billed_cost", title="Unallocated cost"), width="stretch"
     )
     with right:
         teams = data.unallocated_by_team(con, filters)
         for row in teams:
             row["team"] = owner_label(row["team_id"])
-        _table(
+        widgets.table(
             teams,
             {"team": "team label", "billed_cost": "unallocated", "workload_count": "workloads"},
             money=("billed_cost",),
         )
-    _table(
+    widgets.table(
         reasons,
         {"reason": "why", "billed_cost": "unallocated", "workload_count": "workloads"},
         money=("billed_cost",),
     )
+    queue = detail.review_queue(con, filters)
+    if queue:
+        st.subheader("Review queue: the first workloads to place")
+        for row in queue:
+            row["best"] = row["candidate_1_project_id"] or "-"
+            row["probability"] = widgets.confidence(row["candidate_1_probability"])
+        widgets.table(
+            queue,
+            {
+                "review_rank": "rank",
+                "workload_id": "workload",
+                "reason": "why",
+                "label_project_id": "its project label",
+                "best": "model's best guess",
+                "probability": "probability",
+                "billed_cost": "cost at stake",
+            },
+            money=("billed_cost",),
+        )
+        st.caption(
+            "rpt_attribution_review, all months: workloads without a declared owner that the "
+            "learned model could not place at its confidence threshold, by cost at stake. The mart "
+            "holds a ready override row for each (seeds/attribution_overrides.csv)."
+        )
 
 
 def _budgets(con, filters: data.Filters) -> None:
@@ -649,7 +584,7 @@ def _budgets(con, filters: data.Filters) -> None:
         row["status"] = BUDGET_STATUSES.get(row["status"], row["status"])
         row["burn"] = data.fmt_ratio(row["burn_ratio"], 1)
         row["forecast"] = data.fmt_ratio(row["forecast_ratio"], 1)
-    values = _money_rows(rows, ("budget_amount", "month_to_date_cost", "forecast_cost"))
+    values = widgets.money_rows(rows, ("budget_amount", "month_to_date_cost", "forecast_cost"))
     for value, row in zip(values, rows, strict=True):
         value["burn_ratio"] = str(row["burn_ratio"])
         value["forecast_ratio"] = str(row["forecast_ratio"])
@@ -682,7 +617,7 @@ def _budgets(con, filters: data.Filters) -> None:
         base.mark_rule(color="#b71c1c", strokeDash=[4, 3]).encode(x=alt.datum(100)),
     ).properties(height=height)
     st.altair_chart(chart, width="stretch")
-    _table(
+    widgets.table(
         rows,
         {
             "budget": "budget of",
@@ -706,7 +641,7 @@ def _statement(con, filters: data.Filters) -> None:
     rows = data.chargeback_by_team(con, filters)
     for row in rows:
         row["team"] = owner_label(row["team_id"])
-    _table(
+    widgets.table(
         rows,
         {
             "billing_period_start": "month",

@@ -276,6 +276,32 @@ def test_gpu_idle_and_unallocated_views_equal_the_marts(generated_warehouse, con
         assert "_" not in words and words != labels.NO_REASON, row["codes"]
 
 
+def test_review_queue_is_the_marts_first_workloads(generated_warehouse, con):
+    queue = detail.review_queue(con, data.Filters(), limit=5)
+    expected = generated_warehouse.sql(
+        "select review_rank, workload_id, unattributed_reason, billed_cost "
+        "from marts.rpt_attribution_review order by review_rank limit 5"
+    )
+    assert expected, "the generated month has workloads to review"
+    got = [
+        (row["review_rank"], row["workload_id"], row["unattributed_reason"], row["billed_cost"])
+        for row in queue
+    ]
+    assert got == expected
+    assert all("_" not in row["reason"] for row in queue)
+    [(cluster,)] = generated_warehouse.sql(
+        "select cluster_id from marts.rpt_attribution_review order by review_rank desc limit 1"
+    )
+    assert {
+        row["workload_id"] for row in detail.review_queue(con, data.Filters(cluster=cluster))
+    } <= {
+        workload
+        for (workload,) in generated_warehouse.sql(
+            f"select workload_id from marts.rpt_attribution_review where cluster_id = '{cluster}'"
+        )
+    }
+
+
 def test_statement_cents_add_up_to_the_bill(generated_warehouse, con):
     rows = data.chargeback_by_team(con, data.Filters())
     [(bill,)] = generated_warehouse.sql("select sum(billed_cost) from marts.rpt_reconciliation")

@@ -41,7 +41,7 @@ REQUIRED_TABLES = (
     "rpt_reconciliation",
     "dim_teams",
 )
-OPTIONAL_TABLES = ("dim_projects", "rpt_budget_status")
+OPTIONAL_TABLES = ("dim_projects", "rpt_budget_status", "rpt_attribution_review")
 
 NO_CLUSTER = "(no cluster)"
 """Cluster filter value for bill lines not matched to a GPU node (storage, network, tax...)."""

@@ -26,6 +26,7 @@ from gpucost.commands.dashboard_data import (
     apportion,
     has_table,
 )
+from gpucost.commands.labels import reason_label
 
 MODEL_PLACED_METHODS = ("model", "rule")
 """Attribution methods whose owner was inferred (the learned model, a declarative rule) rather
@@ -370,3 +371,42 @@ def periodic_by_owner(
         """,
         [NO_USER, *params],
     )
+
+
+# --- the attribution review queue -------------------------------------------------------------
+
+
+def review_queue(
+    con: duckdb.DuckDBPyConnection, filters: Filters, limit: int = 10
+) -> list[dict] | None:
+    """The first ``limit`` workloads of the attribution review queue (``rpt_attribution_review``:
+    unallocated because no owner was declared and the model was not sure enough), by rank, with
+    the reason in words and the model's best candidate; None when that mart was not published.
+    The cluster filter applies, and the team filter to the team label; the queue is not per
+    month (it covers every month of the warehouse)."""
+    if not has_table(con, "rpt_attribution_review"):
+        return None
+    where, params = _where(filters, month=None, team="label_team_id")
+    rows = _rows(
+        con,
+        f"""
+        select
+            review_rank,
+            workload_id,
+            label_team_id,
+            label_project_id,
+            unattributed_reason,
+            candidate_1_project_id,
+            candidate_1_probability,
+            billing_currency,
+            billed_cost,
+        from rpt_attribution_review
+        {where}
+        order by review_rank
+        limit ?
+        """,
+        [*params, limit],
+    )
+    for row in rows:
+        row["reason"] = reason_label(row["unattributed_reason"])
+    return rows
