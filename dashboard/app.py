@@ -545,20 +545,25 @@ def _unallocated(con, filters: data.Filters) -> None:
     if queue:
         st.subheader("Review queue: the first workloads to place")
         for row in queue:
-            row["best"] = row["candidate_1_project_id"] or "-"
-            row["probability"] = widgets.confidence(row["candidate_1_probability"])
+            guess = row["candidate_1_project_id"]
+            row["best"] = (
+                f"{guess} (p = {widgets.confidence(row['candidate_1_probability'])})"
+                if guess
+                else "-"
+            )
+            if row["label_project_id"]:
+                row["reason"] += f": {row['label_project_id']}"
         widgets.table(
             queue,
             {
                 "review_rank": "rank",
-                "workload_id": "workload",
-                "reason": "why",
-                "label_project_id": "its project label",
-                "best": "model's best guess",
-                "probability": "probability",
                 "billed_cost": "cost at stake",
+                "best": "model's best guess",
+                "reason": "why",
+                "workload_id": "workload",
             },
             money=("billed_cost",),
+            widths={"rank": "small", "why": "large"},
         )
         st.caption(
             "rpt_attribution_review, all months: workloads without a declared owner that the "

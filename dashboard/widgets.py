@@ -39,9 +39,11 @@ def table(
     money: tuple[str, ...] = (),
     *,
     whole: bool = False,
+    widths: dict[str, str] | None = None,
 ) -> None:
     """A table with the given columns (key -> header); money formatted from Decimal. ``whole``:
-    tall enough to show every row without scrolling."""
+    tall enough to show every row without scrolling; ``widths``: header -> small / medium /
+    large, for columns that would otherwise take their longest value's width."""
     shown = [
         {
             header: (
@@ -54,7 +56,10 @@ def table(
         for row in rows
     ]
     height = 38 + 35 * len(rows) if whole else "auto"
-    st.dataframe(shown, hide_index=True, width="stretch", height=height)
+    config = {
+        header: st.column_config.Column(width=width) for header, width in (widths or {}).items()
+    }
+    st.dataframe(shown, hide_index=True, width="stretch", height=height, column_config=config)
 
 
 def bar(

@@ -76,11 +76,18 @@ function readMetrics() {
   }));
 }
 
+// Streamlit has finished a run: no run in progress and the marker the app writes last is on the
+// page, twice in a row half a second apart (a rerun may start a moment after a click).
 async function idle(page) {
-  await page.waitForFunction(() => {
-    const status = document.querySelector('[data-testid="stStatusWidget"]');
-    return !(status && /running/i.test(status.innerText));
-  });
+  const settled = () =>
+    page.waitForFunction(() => {
+      const status = document.querySelector('[data-testid="stStatusWidget"]');
+      if (status && /running/i.test(status.innerText)) return false;
+      return document.querySelector('#gpucost-dashboard-rendered') !== null;
+    });
+  await settled();
+  await page.waitForTimeout(500);
+  await settled();
 }
 
 // Choose `owner` in the select box `label`: type it (the box filters its options as one types),
@@ -178,7 +185,7 @@ async function main() {
           .filter({ hasText: 'Workload GPU-hours' })
           .waitFor();
       }
-      await page.waitForSelector('#gpucost-dashboard-rendered', { state: 'attached' });
+      await idle(page);
       result.drill = {
         options,
         metrics: (await page.evaluate(readMetrics)).filter((metric) =>
@@ -189,10 +196,12 @@ async function main() {
 
     // Streamlit scrolls inside its own container, so a full-page shot of a 1000 px viewport would
     // cut the page: grow the viewport to the content first.
+    await idle(page);
     const height = await page.evaluate(() => {
       const main = document.querySelector('[data-testid="stMain"]') || document.scrollingElement;
       const last = document.querySelector('#gpucost-dashboard-rendered');
-      return Math.ceil(last.getBoundingClientRect().bottom + main.scrollTop + 60);
+      const bottom = last ? last.getBoundingClientRect().bottom + main.scrollTop : main.scrollHeight;
+      return Math.ceil(bottom + 60);
     });
     await page.setViewportSize({ width, height: Math.min(Math.max(height, 1000), 16000) });
     await page.waitForTimeout(1500);
