@@ -204,6 +204,11 @@ async function main() {
       return Math.ceil(bottom + 60);
     });
     await page.setViewportSize({ width, height: Math.min(Math.max(height, 1000), 16000) });
+    // the drill-down's clicks scrolled the page: shoot it from the top
+    await page.evaluate(() => {
+      const main = document.querySelector('[data-testid="stMain"]') || document.scrollingElement;
+      main.scrollTo(0, 0);
+    });
     await page.waitForTimeout(1500);
     const screenshot = resolve(values.screenshot);
     mkdirSync(dirname(screenshot), { recursive: true });
