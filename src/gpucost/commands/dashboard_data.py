@@ -5,20 +5,31 @@ warehouse, which a build holds locked). :func:`load` copies them into an in-memo
 one table per file, so one page view reads one consistent snapshot; every other function takes that
 connection and a :class:`Filters` and returns a list of dicts whose money is ``Decimal``, exact
 (DuckDB DECIMAL end to end, no float, no pandas). Rounding to cents happens only for display, in
-:func:`cents` / :func:`fmt_money` (half away from zero, as in the marts).
+:func:`cents` / :func:`fmt_money` (half away from zero, as in the marts, by
+:func:`gpucost.core.money.round_half_away_to_cents`).
+
+A figure per team or project is the statement's cents (``fct_chargeback_monthly``) wherever the
+selection is one the statement has (no cluster filter), so two tables never show a team a cent
+apart; the headline and the drill-down are in :mod:`gpucost.commands.dashboard_detail`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
+
+from gpucost.commands.labels import reason_label, resource_part
+from gpucost.commands.safe_output import first_line
+from gpucost.core.money import round_half_away_to_cents, round_to_cents, to_units
+
+K = TypeVar("K", bound=Hashable)
 
 PARQUET_DIR_ENV = "GPUCOST_PARQUET_DIR"
 DEFAULT_PARQUET_DIR = "warehouse/parquet"
@@ -30,15 +41,22 @@ REQUIRED_TABLES = (
     "rpt_reconciliation",
     "dim_teams",
 )
-OPTIONAL_TABLES = ("dim_projects", "rpt_budget_status")
+OPTIONAL_TABLES = ("dim_projects", "rpt_budget_status", "rpt_attribution_review")
 
 NO_CLUSTER = "(no cluster)"
 """Cluster filter value for bill lines not matched to a GPU node (storage, network, tax...)."""
 OTHER = "(other)"
 NO_USER = "(no user)"
 SYSTEM_TEAMS = ("__unallocated__", "__idle__")
+PERIODIC = (
+    "(charge_period_start_at is null or charge_period_end_at is null"
+    " or charge_period_end_at > charge_period_start_at + interval 1 day)"
+)
+"""A charge billed once for a period longer than a day (support, tax, credits, commitments...),
+or with no valid period: shown apart from the daily trend."""
 DIMENSIONS = {"team": "team_id", "project": "project_id", "user": "user_id"}
 CENT = Decimal("0.01")
+IDLE_PARTS = ("gpu", "cpu", "memory")
 
 
 class DashboardDataError(RuntimeError):
@@ -58,8 +76,19 @@ class Filters:
 
 
 def cents(value: Decimal | int | None) -> Decimal:
-    """Round an exact amount to cents, half away from zero (the marts' rule). None -> 0.00."""
-    return Decimal(value or 0).quantize(CENT, rounding=ROUND_HALF_UP)
+    """Round an exact amount to cents, half away from zero (the marts' rule, written once in
+    :func:`gpucost.core.money.round_half_away_to_cents`). None -> 0.00."""
+    return (Decimal(round_half_away_to_cents(to_units(value or 0))) * CENT).quantize(CENT)
+
+
+def apportion(exact: Mapping[K, Decimal], total: Decimal) -> dict[K, Decimal]:
+    """``exact`` amounts in cents adding up to ``total`` (a cent amount): the one largest-remainder
+    rule, :func:`gpucost.core.money.round_to_cents`, on Decimals."""
+    cents_of = round_to_cents(
+        {key: to_units(value) for key, value in exact.items()},
+        int((Decimal(total) / CENT).to_integral_value()),
+    )
+    return {key: (Decimal(value) * CENT).quantize(CENT) for key, value in cents_of.items()}
 
 
 def fmt_money(value: Decimal | int | None, currency: str | None = None) -> str:
@@ -112,7 +141,7 @@ def load(directory: Path) -> duckdb.DuckDBPyConnection:
     missing = [name for name in REQUIRED_TABLES if not (directory / f"{name}.parquet").is_file()]
     if missing:
         raise DashboardDataError(
-            f"missing in {directory}: "
+            "the published marts are missing "
             + ", ".join(f"{name}.parquet" for name in missing)
             + ". Build and publish the marts: `gpucost build` (publishes after a good build) or "
             "`gpucost publish`, and set GPUCOST_PARQUET_DIR to the folder."
@@ -128,7 +157,8 @@ def load(directory: Path) -> duckdb.DuckDBPyConnection:
     except duckdb.Error as error:
         con.close()
         raise DashboardDataError(
-            f"cannot read the Parquet files in {directory}: {error}"
+            "cannot read the published Parquet files: "
+            + first_line(error, hide=[str(directory)], hide_quoted=True)
         ) from error
     return con
 
@@ -244,9 +274,16 @@ def reconciliation_by_month(con: duckdb.DuckDBPyConnection, filters: Filters) ->
 def cost_by_owner(
     con: duckdb.DuckDBPyConnection, filters: Filters, dimension: str = "team"
 ) -> list[dict]:
-    """Exact billed and effective cost per team / project / user of the selection, largest first."""
+    """Billed and effective cost per team / project / user of the selection, largest first.
+
+    Teams and projects without a cluster filter are the statement's cents
+    (``fct_chargeback_monthly``: the same figure as the statement table and the drill-down);
+    users, and any owner of one cluster, are the exact allocation (``fct_cost_allocation``).
+    ``cost_source`` names which."""
     column = DIMENSIONS[dimension]
-    where, params = _where(filters)
+    statement = filters.cluster is None and dimension != "user"
+    where, params = _where(filters, cluster=None if statement else "cluster_id")
+    table = "fct_chargeback_monthly" if statement else "fct_cost_allocation"
     return _rows(
         con,
         f"""
@@ -255,7 +292,8 @@ def cost_by_owner(
             billing_currency,
             sum(billed_cost) as billed_cost,
             sum(effective_cost) as effective_cost,
-        from fct_cost_allocation
+            '{table}' as cost_source,
+        from {table}
         {where}
         group by all
         order by billed_cost desc, owner, billing_currency
@@ -334,10 +372,11 @@ def _team_statement_totals(con: duckdb.DuckDBPyConnection, filters: Filters) -> 
 def cost_over_time(
     con: duckdb.DuckDBPyConnection, filters: Filters, dimension: str = "team", top: int = 8
 ) -> list[dict]:
-    """Daily billed cost per owner (day of ``charge_period_start_at``, else the billing month's
-    first day). Owners beyond the ``top`` largest of the selection are summed as ``(other)``."""
+    """Daily billed cost per owner (day of ``charge_period_start_at``) of the daily charges: bill
+    lines whose charge period is at most a day (periodic charges are :func:`periodic_charges`).
+    Owners beyond the ``top`` largest of these charges are summed as ``(other)``."""
     column = DIMENSIONS[dimension]
-    where, params = _where(filters)
+    where, params = _where(filters, extra=[f"not {PERIODIC}"])
     return _rows(
         con,
         f"""
@@ -348,7 +387,7 @@ def cost_over_time(
             select
                 coalesce({column}, ?) as owner,
                 billing_currency,
-                coalesce(cast(charge_period_start_at as date), billing_period_start) as cost_date,
+                cast(charge_period_start_at as date) as cost_date,
                 billed_cost,
             from fct_cost_allocation
             {where}
@@ -416,50 +455,117 @@ def gpu_cost_by_team(con: duckdb.DuckDBPyConnection, filters: Filters) -> list[d
 
 
 def idle_cost_by_team(con: duckdb.DuckDBPyConnection, filters: Filters) -> list[dict]:
-    """Who carries the idle GPU cost (allocation_kind idle), ``__idle__`` when kept visible."""
+    """Who carries the idle capacity of GPU nodes (allocation_kind idle), split by the resource
+    left idle (``gpu_cost``, ``cpu_cost``, ``memory_cost``, named by
+    :func:`gpucost.commands.labels.resource_part`); ``__idle__`` is idle placed on nobody.
+
+    Without a cluster filter ``billed_cost`` is the statement's idle cents and the parts are
+    apportioned to them (largest remainder); with one, all are exact."""
     where, params = _where(filters, extra=["allocation_kind = 'idle'"])
-    return _rows(
+    exact = _rows(
         con,
         f"""
         select
             team_id,
             billing_currency,
+            allocation_basis,
             sum(billed_cost) as billed_cost,
-            count(*) as allocation_row_count,
         from fct_cost_allocation
         {where}
         group by all
-        order by billed_cost desc, team_id
         """,
         params,
     )
+    parts: dict[tuple[str, str], dict[str, Decimal]] = {}
+    for row in exact:
+        part = resource_part(row["allocation_basis"]).lower()
+        amounts = parts.setdefault((row["team_id"], row["billing_currency"]), {})
+        amounts[part] = amounts.get(part, Decimal(0)) + row["billed_cost"]
+    totals = {key: sum(amounts.values(), Decimal(0)) for key, amounts in parts.items()}
+    source = "fct_cost_allocation"
+    if filters.cluster is None:
+        source = "fct_chargeback_monthly"
+        where, params = _where(filters, cluster=None)
+        totals = {
+            (row["team_id"], row["billing_currency"]): row["billed_cost"]
+            for row in _rows(
+                con,
+                f"""
+                select team_id, billing_currency, sum(idle_cost) as billed_cost,
+                from fct_chargeback_monthly
+                {where}
+                group by all
+                having sum(idle_cost) <> 0
+                """,
+                params,
+            )
+        }
+    rows = []
+    for key, total in totals.items():
+        amounts = parts.get(key) or {"gpu": total}
+        if source == "fct_chargeback_monthly":
+            amounts = apportion(amounts, total)
+        rows.append(
+            {
+                "team_id": key[0],
+                "billing_currency": key[1],
+                "billed_cost": total,
+                **{f"{part}_cost": amounts.get(part, Decimal(0)) for part in IDLE_PARTS},
+                "cost_source": source,
+            }
+        )
+    return sorted(rows, key=lambda row: (-row["billed_cost"], row["team_id"]))
 
 
 def unallocated_by_reason(con: duckdb.DuckDBPyConnection, filters: Filters) -> list[dict]:
-    """Money whose project is unknown, per reason."""
+    """Money whose project is unknown, per reason in words (:func:`labels.reason_label`; reasons
+    with the same words are summed), exact."""
     where, params = _where(filters, extra=["allocation_kind = 'unallocated'"])
-    return _rows(
+    rows = _rows(
         con,
         f"""
         select
-            coalesce(unallocated_reason, '(no reason)') as unallocated_reason,
+            unallocated_reason,
             billing_currency,
             sum(billed_cost) as billed_cost,
-            count(distinct workload_id) as workload_count,
+            list(distinct workload_id) filter (where workload_id is not null) as workloads,
             count(*) as allocation_row_count,
         from fct_cost_allocation
         {where}
         group by all
-        order by billed_cost desc, unallocated_reason
         """,
         params,
     )
+    merged: dict[tuple[str, str], dict] = {}
+    for row in rows:
+        reason = reason_label(row["unallocated_reason"])
+        item = merged.setdefault(
+            (reason, row["billing_currency"]),
+            {
+                "reason": reason,
+                "billing_currency": row["billing_currency"],
+                "billed_cost": Decimal(0),
+                "workloads": set(),
+                "allocation_row_count": 0,
+                "codes": [],
+            },
+        )
+        item["billed_cost"] += row["billed_cost"]
+        item["workloads"].update(row["workloads"] or ())
+        item["allocation_row_count"] += row["allocation_row_count"]
+        item["codes"].append(row["unallocated_reason"])
+    out = []
+    for item in merged.values():
+        workloads = item.pop("workloads")
+        out.append({**item, "workload_count": len(workloads)})
+    return sorted(out, key=lambda row: (-row["billed_cost"], row["reason"]))
 
 
 def unallocated_by_team(con: duckdb.DuckDBPyConnection, filters: Filters) -> list[dict]:
-    """Money whose project is unknown, per team label (``__unallocated__`` when none either)."""
+    """Money whose project is unknown, per team label (``__unallocated__`` when none either):
+    the statement's unallocated cents without a cluster filter, the exact allocation with one."""
     where, params = _where(filters, extra=["allocation_kind = 'unallocated'"])
-    return _rows(
+    rows = _rows(
         con,
         f"""
         select
@@ -474,6 +580,25 @@ def unallocated_by_team(con: duckdb.DuckDBPyConnection, filters: Filters) -> lis
         """,
         params,
     )
+    if filters.cluster is not None:
+        return rows
+    counts = {(row["team_id"], row["billing_currency"]): row["workload_count"] for row in rows}
+    where, params = _where(filters, cluster=None)
+    statement = _rows(
+        con,
+        f"""
+        select team_id, billing_currency, sum(unallocated_cost) as billed_cost,
+        from fct_chargeback_monthly
+        {where}
+        group by all
+        having sum(unallocated_cost) <> 0
+        order by billed_cost desc, team_id
+        """,
+        params,
+    )
+    for row in statement:
+        row["workload_count"] = counts.get((row["team_id"], row["billing_currency"]), 0)
+    return statement
 
 
 def budget_status(con: duckdb.DuckDBPyConnection, filters: Filters) -> list[dict] | None:
