@@ -20,7 +20,7 @@ import widgets  # dashboard/widgets.py: streamlit puts the script's folder on sy
 from gpucost.commands import dashboard_data as data
 from gpucost.commands import dashboard_detail as detail
 from gpucost.commands.labels import BUDGET_STATUSES, COST_COMPONENTS, RESOURCE_PARTS, owner_label
-from gpucost.commands.statements import METHOD_LABELS
+from gpucost.commands.statements_labels import method_label
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 ALL = "All"
@@ -329,7 +329,9 @@ def _drill_down(con, filters: data.Filters) -> None:
             {
                 **row,
                 "owner_label": row["owner"] if path[1:] else owner_label(row["owner"]),
-                "method": METHOD_LABELS.get(row.get("attribution_method"), "-"),
+                "method": method_label(row["attribution_method"])
+                if row.get("attribution_method")
+                else "-",
                 "confidence": widgets.confidence(row.get("attribution_confidence")),
             }
             for row in rows
@@ -370,14 +372,14 @@ def _workload(con, month: date, path: list[str]) -> None:
     columns = st.columns([1, 1, 3, 1])
     columns[0].metric("Workload GPU-hours", f"{workload['gpu_hours']:,.2f}")
     columns[1].metric("Workload cost", data.fmt_money(cents[path[3]], currency))
-    columns[2].metric("Workload method", METHOD_LABELS.get(method, method), help=method)
+    columns[2].metric("Workload method", method_label(method), help=method)
     columns[3].metric("Workload confidence", widgets.confidence(confidence))
     facts = [
         ("workload", workload["workload_id"]),
         ("owner", f"{workload['team_id']} / {workload['project_id']}"),
         ("user", workload["user_id"] or data.NO_USER),
         ("cluster", workload["cluster_id"] or data.NO_CLUSTER),
-        ("method", METHOD_LABELS.get(method, method)),
+        ("method", method_label(method)),
         ("rule or override", workload["attribution_rule_id"] or "-"),
         ("GPU-hours (allocation basis)", f"{workload['gpu_hours']:,.2f}"),
         ("GPU-hours requested", f"{workload['requested_gpu_hours']:,.2f}"),

@@ -2,7 +2,7 @@
 
 The one place that turns an ``unallocated_reason`` of ``fct_cost_allocation`` into words a
 finance reader understands (the attribution methods' words are
-``gpucost.commands.statements.METHOD_LABELS``, reused, not copied). A reason is built by the
+``gpucost.commands.statements_labels``, reused, not copied). A reason is built by the
 models from a few pieces (see
 ``int_cost_allocations_placed``): an optional resource prefix (``gpu_usage_of_``,
 ``cpu_idle_share_of_``, ``volume_claim_of_``...), an optional ``suspense_``, a base reason
