@@ -74,17 +74,18 @@ rises as (
     select
         *,
         case
-            when previous_value is null then cast(0 as decimal(38, 6))
             when counter_value >= previous_value then counter_value - previous_value
             else counter_value
         end as counter_rise,
-        coalesce(counter_value < previous_value, false) as is_reset,
+        counter_value < previous_value as is_reset,
         {%- if is_hourly_landing() %}
         sampled_epoch - sampled_epoch % 3600 as hour_epoch
         {%- else %}
         (sampled_epoch - 1) - (sampled_epoch - 1) % 3600 as hour_epoch
         {%- endif %}
     from previous
+    -- a series' first sample: nothing before it to rise from
+    where previous_value is not null
 
 ),
 
