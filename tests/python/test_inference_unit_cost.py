@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from decimal import Decimal
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,9 @@ UNIT = Decimal("1e-18")
 
 def response(series: list[tuple[dict[str, str], list[tuple[int, str]]]]) -> str:
     """A Prometheus /api/v1/query_range response holding these series."""
-    result = [{"metric": labels, "values": [[t, v] for t, v in values]} for labels, values in series]
+    result = [
+        {"metric": labels, "values": [[t, v] for t, v in values]} for labels, values in series
+    ]
     return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}})
 
 
@@ -58,7 +61,9 @@ VLLM_LENGTH = ["0", "1", "1", "0", "0", "1", "1"]
 # On paper: prompt rises 1000, 1500, 400 (reset: the new value), 500, 800 (+3600: hour 0), 300 (hour 1)
 PROMPT_HOUR_0, PROMPT_HOUR_1 = 4200, 300
 GENERATED = 100 + 100 + 50 + 50 + 50 + 10  # 360
-REQUESTS_A = (10 + 10 + 3 + 2 + 3 + 1) + (1 + 0 + 0 + 0 + 1 + 0)  # stop 29 + length 2 (a reset to 0)
+REQUESTS_A = (10 + 10 + 3 + 2 + 3 + 1) + (
+    1 + 0 + 0 + 0 + 1 + 0
+)  # stop 29 + length 2 (a reset to 0)
 # Pod B (TGI, no model label): samples at +0, +1800, +7200
 TGI_OFFSETS = [0, 1800, 7200]
 TGI_INPUT, TGI_GENERATED = ["0", "5000", "12000"], ["0", "700", "1000"]
@@ -266,7 +271,7 @@ def test_the_tokens_are_the_landed_counters_increases(generated_warehouse):
         if name not in measure:
             continue
         values = [by_time[t] for t in sorted(by_time)]
-        for before, now in zip(values, values[1:], strict=False):
+        for before, now in pairwise(values):
             totals[(engines[name[:4]], measure[name])] += now - before if now >= before else now
             resets += now < before
     assert resets > 0  # the month has restarts
