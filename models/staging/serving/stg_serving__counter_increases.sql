@@ -6,6 +6,14 @@
 -- later sample (a sample at 10:00 closes 09:55-10:00); with hourly aggregates (`gpucost collect
 -- --resolution hourly`: the counter's last value in the hour, stamped at the hour's start), the hour of
 -- the later aggregate. Only the counters listed in `measure` are read; a sample landed twice counts once.
+{#- the second a rise is dated by: raw samples, the second before the later sample; hourly aggregates (stamped
+    at their hour's start), the aggregate's own -#}
+{%- set rise_epoch = 'sampled_epoch' if is_hourly_landing() else '(sampled_epoch - 1)' %}
+{%- set counters = [
+    'vllm:prompt_tokens_total', 'vllm:generation_tokens_total', 'vllm:request_success_total',
+    'tgi_request_count', 'tgi_request_success', 'tgi_request_input_length_sum', 'tgi_request_generated_tokens_sum',
+    'nv_inference_request_success', 'nv_inference_request_failure', 'nv_inference_count',
+] %}
 with
 
 series as (
@@ -29,12 +37,7 @@ samples as (
         model_version,
         {{ unnest_zip([('sampled_epochs', 'sampled_epoch'), ('sample_values_raw', 'sample_value_raw')]) }}
     from series
-    where metric_name in (
-        'vllm:prompt_tokens_total', 'vllm:generation_tokens_total', 'vllm:request_success_total',
-        'tgi_request_count', 'tgi_request_success', 'tgi_request_input_length_sum',
-        'tgi_request_generated_tokens_sum',
-        'nv_inference_request_success', 'nv_inference_request_failure', 'nv_inference_count'
-    )
+    where metric_name in ('{{ counters | join("', '") }}')
 
 ),
 
@@ -78,11 +81,7 @@ rises as (
             else counter_value
         end as counter_rise,
         counter_value < previous_value as is_reset,
-        {%- if is_hourly_landing() %}
-        sampled_epoch - sampled_epoch % 3600 as hour_epoch
-        {%- else %}
-        (sampled_epoch - 1) - (sampled_epoch - 1) % 3600 as hour_epoch
-        {%- endif %}
+        {{ rise_epoch }} - {{ rise_epoch }} % 3600 as hour_epoch
     from previous
     -- a series' first sample: nothing before it to rise from
     where previous_value is not null
