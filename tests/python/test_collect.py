@@ -276,7 +276,7 @@ def test_collect_resumes_and_skips_complete_days(prometheus, auth_env, tmp_path,
 def test_collect_chunks_a_day_under_the_points_limit(prometheus, auth_env, tmp_path, collected):
     landing = tmp_path / "landing"
     # 144 ten-minute points a day: in chunks of at most 50 points, the same files as one query
-    assert _collect(prometheus, landing, "--max-points", "50") == 0
+    assert _collect(prometheus, landing, "--max-points", "50", "--serving") == 0
     files = sorted(collected["raw"].glob("metrics/**/*.json"))
     assert files
     for path in files:

@@ -155,6 +155,28 @@ def test_the_generator_writes_what_the_collector_lands():
     assert SERVING_METRICS == COLLECTED_METRICS
 
 
+def test_generated_counters_rise_and_fall_only_at_a_restart(generated_month):
+    """The generator's counters: one series per pod and label set across the days' files, never
+    decreasing except when the container restarts (once at most per pod: every series of the pod
+    falls at the same time), starting at zero with the pod."""
+    landing, _ = generated_month
+    series: dict[tuple, dict[int, float]] = defaultdict(dict)
+    for path in landing.glob("metrics/serving/*/*/*.json"):
+        for s in json.loads(path.read_text())["data"]["result"]:
+            series[(path.parts[-3], tuple(sorted(s["metric"].items())))].update(
+                {int(t): float(v) for t, v in s["values"]}
+            )
+    assert {dict(labels)["__name__"] for _, labels in series} == set(SERVING_METRICS)
+    falls: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for (cluster, labels), by_time in series.items():
+        times = sorted(by_time)
+        pod = (cluster, dict(labels)["pod"])
+        falls[pod] |= {t for a, t in pairwise(times) if by_time[t] < by_time[a]}
+        assert by_time[times[0]] == 0, (cluster, labels)
+    assert all(len(times) <= 1 for times in falls.values())
+    assert any(falls.values())
+
+
 def test_hourly_increases_count_a_reset_and_a_repeated_sample_as_worked_out(hand_built):
     warehouse, pods = hand_built
     rows = warehouse.sql(
