@@ -32,7 +32,7 @@ serving_pods as (
         pod,
         min(engine) as engine,
         -- the models a pod served, in name order (one, unless a Triton server loads several)
-        {{ dbt.listagg('distinct model_name', "', '", 'order by model_name') }} as model_name
+        string_agg(distinct model_name, ', ' order by model_name) as model_name
     from counters
     group by 1, 2, 3, 4
 
