@@ -146,8 +146,14 @@ INLINE_FIGURES: dict[str, tuple[str, Callable]] = {
     "budget_alerts": ("select count(*) from marts.fct_budget_alerts", count),
     "review_workloads": ("select count(*) from marts.rpt_attribution_review", count),
     # the unit cost of inference (docs/inference-unit-cost.md)
-    "inference_cost_total": ("select sum(effective_cost) from marts.fct_inference_unit_cost", cents),
-    "inference_tokens_total": ("select sum(total_tokens) from marts.fct_inference_unit_cost", count),
+    "inference_cost_total": (
+        "select sum(effective_cost) from marts.fct_inference_unit_cost",
+        cents,
+    ),
+    "inference_tokens_total": (
+        "select sum(total_tokens) from marts.fct_inference_unit_cost",
+        count,
+    ),
     "inference_requests_total": (
         "select sum(request_count) from marts.fct_inference_unit_cost",
         count,
