@@ -92,6 +92,12 @@ def plain(value: Decimal) -> str:
     return f"{Decimal(value):f}"
 
 
+def per_million(value: str) -> str:
+    """``'<exact cost>/<count>'`` as the cost of a million, to the cent (Decimal, not a float)."""
+    cost, _, units = value.partition("/")
+    return cents(Decimal(cost) * 1_000_000 / Decimal(units))
+
+
 INLINE_FIGURES: dict[str, tuple[str, Callable]] = {
     # the month's bill, rounded to the cent, and exactly
     "bill_total": ("select sum(billed_cost) from marts.rpt_reconciliation", cents),
@@ -139,6 +145,39 @@ INLINE_FIGURES: dict[str, tuple[str, Callable]] = {
     "budgets": ("select count(*) from marts.rpt_budget_status", count),
     "budget_alerts": ("select count(*) from marts.fct_budget_alerts", count),
     "review_workloads": ("select count(*) from marts.rpt_attribution_review", count),
+    # the unit cost of inference (docs/inference-unit-cost.md)
+    "inference_cost_total": (
+        "select sum(effective_cost) from marts.fct_inference_unit_cost",
+        cents,
+    ),
+    "inference_tokens_total": (
+        "select sum(total_tokens) from marts.fct_inference_unit_cost",
+        count,
+    ),
+    "inference_requests_total": (
+        "select sum(request_count) from marts.fct_inference_unit_cost",
+        count,
+    ),
+    "inference_counter_resets": (
+        "select sum(counter_reset_count) from marts.fct_inference_unit_cost",
+        count,
+    ),
+    "inference_pod_days": ("select sum(pod_count) from marts.fct_inference_unit_cost", count),
+    "inference_vllm_per_million_tokens": (
+        "select cast(sum(effective_cost) as varchar) || '/' || cast(sum(total_tokens) as varchar)"
+        " from marts.fct_inference_unit_cost where engine = 'vllm'",
+        per_million,
+    ),
+    "inference_tgi_per_million_tokens": (
+        "select cast(sum(effective_cost) as varchar) || '/' || cast(sum(total_tokens) as varchar)"
+        " from marts.fct_inference_unit_cost where engine = 'tgi'",
+        per_million,
+    ),
+    "inference_triton_per_thousand_requests": (
+        "select cast(sum(effective_cost) as varchar) || '/' || cast(sum(request_count) * 1000 as"
+        " varchar) from marts.fct_inference_unit_cost where engine = 'triton'",
+        per_million,
+    ),
 }
 
 

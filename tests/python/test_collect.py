@@ -26,6 +26,7 @@ import pytest
 import requests
 
 from gpucost.commands.cli import main
+from gpucost.commands.collect import SERVING_METRICS
 from tests.python.conftest import Warehouse, _build
 
 # the server and the collected months are module fixtures: the tests here share one worker
@@ -35,7 +36,6 @@ PASSWORD = "gpucost-test"
 # bcrypt (cost 4) of PASSWORD, as Prometheus's web config wants it
 PASSWORD_HASH = "$2b$04$XvGb4BvxBBRspQzSf98k0e8b5VGx5hD08TJ4Aq3up.48tMtbmSpOS"
 START, DAYS = "2026-10-01", 3  # conftest.generated_month
-SERVING_T0 = 1790812800  # 2026-10-01T00:00:00Z
 # columns that name the landed file a row came from: the collected files have other names and sizes
 FILE_COLUMNS = {"source_file"}
 
@@ -58,18 +58,9 @@ def prometheus(generated_month, tmp_path_factory):
     work = tmp_path_factory.mktemp("prometheus")
     counts = write_openmetrics_file(landing, work / "month.om")
     assert counts["samples"] > 0
-    # a vLLM server's token counter (the generator writes no serving metrics): 2026-10-01, every 10 min
-    lines = ["# TYPE vllm:prompt_tokens_total counter"]
-    labels = 'cluster="gpu-east",model_name="llama-3-8b",namespace="team-nlp",pod="vllm-0"'
-    lines += [
-        f"vllm:prompt_tokens_total{{{labels}}} {k * 1000} {SERVING_T0 + k * 600}"
-        for k in range(144)
-    ]
-    (work / "serving.om").write_text("\n".join([*lines, "# EOF", ""]), encoding="utf-8")
     data = work / "data"
-    for source in ("month.om", "serving.om"):
-        command = ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(work / source)]
-        subprocess.run([*command, str(data)], check=True, capture_output=True, timeout=300)
+    command = ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(work / "month.om")]
+    subprocess.run([*command, str(data)], check=True, capture_output=True, timeout=300)
     web_config = work / "web.yml"
     web_config.write_text(f"basic_auth_users:\n  {USER}: '{PASSWORD_HASH}'\n", encoding="utf-8")
     (work / "prometheus.yml").write_text("global: {}\n", encoding="utf-8")
@@ -143,7 +134,8 @@ def collected(prometheus, generated_month, tmp_path_factory) -> dict[str, Path]:
         for resolution in ("raw", "hourly"):
             landing = tmp_path_factory.mktemp(f"collected_{resolution}") / "landing"
             _landing_without_metrics(generated, landing)
-            assert _collect(prometheus, landing, "--resolution", resolution) == 0
+            # with the serving engines' counters, as the warehouse reads them (fct_inference_unit_cost)
+            assert _collect(prometheus, landing, "--resolution", resolution, "--serving") == 0
             out[resolution] = landing
     finally:
         for key, value in saved.items():
@@ -284,7 +276,7 @@ def test_collect_resumes_and_skips_complete_days(prometheus, auth_env, tmp_path,
 def test_collect_chunks_a_day_under_the_points_limit(prometheus, auth_env, tmp_path, collected):
     landing = tmp_path / "landing"
     # 144 ten-minute points a day: in chunks of at most 50 points, the same files as one query
-    assert _collect(prometheus, landing, "--max-points", "50") == 0
+    assert _collect(prometheus, landing, "--max-points", "50", "--serving") == 0
     files = sorted(collected["raw"].glob("metrics/**/*.json"))
     assert files
     for path in files:
@@ -408,29 +400,37 @@ def test_openmetrics_escapes_label_values_promtool_reads_back(tmp_path):
     assert "1790812800000" in dump and "1790813400000" in dump
 
 
-def test_collect_lands_serving_counters_apart(prometheus, auth_env, tmp_path, capsys):
-    for resolution in ("raw", "hourly"):
-        landing = tmp_path / resolution
-        args = ["collect", "--url", prometheus, "--landing", str(landing), "--start", START]
-        args += ["--no-progress", "--no-kube-snapshot", "--no-sacct", "--serving"]
-        assert main([*args, "--resolution", resolution]) == 0
-        out = capsys.readouterr().out
-        assert "the warehouse does not read them yet" in out
-        path = (
-            landing / "metrics" / "serving" / "gpu-east" / START / "vllm_prompt_tokens_total.json"
-        )
-        (series,) = json.loads(path.read_text())["data"]["result"]
-        assert series["metric"]["__name__"] == "vllm:prompt_tokens_total"
-        values = [(t, float(v)) for t, v in series["values"]]
-        if resolution == "raw":
-            assert values == [(SERVING_T0 + k * 600, k * 1000.0) for k in range(144)]
-        else:  # the counter at the hour's last sample, stamped at the hour's start
-            assert values == [(SERVING_T0 + h * 3600, (h * 6 + 5) * 1000.0) for h in range(24)]
-    # no serving metrics on a day: said, not an error
-    landing = tmp_path / "none"
-    args = ["collect", "--url", prometheus, "--landing", str(landing), "--start", "2026-10-02"]
-    assert main([*args, "--no-progress", "--no-kube-snapshot", "--no-sacct", "--serving"]) == 0
-    assert "no serving metrics" in capsys.readouterr().out
+def test_collect_lands_serving_counters_apart(prometheus, auth_env, generated_month, collected):
+    """The generated month's vLLM / TGI / Triton counters: raw, the landed files hold the generator's
+    series (test_collected_raw_files_hold_the_generators_series); hourly, each series' last sample of
+    each hour, stamped at the hour's start (last_over_time)."""
+    generated, _ = generated_month
+    files = sorted(generated.glob("metrics/serving/*/*/*.json"))
+    assert {p.stem for p in files} == {m.replace(":", "_") for m in SERVING_METRICS}
+    for path in files:
+        expected = []
+        for series in json.loads(path.read_text())["data"]["result"]:
+            last: dict[int, float] = {}
+            for t, v in series["values"]:
+                last[int(t) - int(t) % 3600] = float(v)  # in time order: the hour's last wins
+            labels = sorted((k, v) for k, v in series["metric"].items() if k != "cluster")
+            expected.append((labels, sorted(last.items())))
+        twin = collected["hourly"] / path.relative_to(generated)
+        landed = [
+            (
+                sorted((k, v) for k, v in s["metric"].items() if k != "cluster"),
+                [(int(t), float(v)) for t, v in s["values"]],
+            )
+            for s in json.loads(twin.read_text())["data"]["result"]
+        ]
+        assert sorted(landed) == sorted(expected), path
+
+
+def test_collect_says_what_reads_the_serving_counters(prometheus, auth_env, tmp_path, capsys):
+    args = ["collect", "--url", prometheus, "--landing", str(tmp_path), "--start", START]
+    args += ["--no-progress", "--no-kube-snapshot", "--no-sacct", "--serving"]
+    assert main(args) == 0
+    assert "fct_inference_unit_cost reads them" in capsys.readouterr().out
 
 
 def test_collect_auth_headers_and_tls_options_reach_the_http_client(tmp_path, monkeypatch):

@@ -46,6 +46,10 @@ METRICS = {
     "cost_per_gpu_hour",
     "utilisation",
     "waste",
+    "inference_cost",
+    "inference_tokens",
+    "token_inference_cost",
+    "cost_per_million_tokens",
 }
 
 PUBLIC_MARTS = {
@@ -165,6 +169,7 @@ def test_every_semantic_object_is_described(semantic_project):
         "teams",
         "projects",
         "gpu_nodes",
+        "inference_unit_cost",
     }
     spines = {
         spine["node_relation"]["alias"]: spine["primary_column"]
@@ -418,3 +423,32 @@ def test_dbt_docs_generate_documents_every_mart_column(generated_warehouse: Ware
     assert exposures["showback_dashboard"]["type"] == "dashboard"
     assert exposures["team_statements"]["type"] == "application"
     assert all(exposure["owner"]["email"] for exposure in exposures.values())
+
+
+def test_cost_per_million_tokens_by_team_is_the_marts_ratio(semantic_project):
+    """The derived metric per team: the cost of the rows that counted tokens x 1e6 / their tokens
+    (fct_inference_unit_cost), Triton's token-less cost left out of the numerator."""
+    expected = {
+        team: (cost, tokens)
+        for team, cost, tokens in semantic_project.marts(
+            """
+            select team_id, sum(case when total_tokens > 0 then effective_cost else 0 end),
+                   sum(total_tokens)
+            from marts.fct_inference_unit_cost
+            group by 1
+            """
+        )
+    }
+    assert expected and any(tokens > 0 for _, tokens in expected.values())
+    rows = semantic_project.exact(
+        "--metrics", "cost_per_million_tokens,token_inference_cost,inference_tokens",
+        "--group-by", "team",
+    )  # fmt: skip
+    got = {team: (ratio, cost, tokens) for team, ratio, cost, tokens in rows}
+    assert {team: (cost, tokens) for team, (_, cost, tokens) in got.items()} == expected
+    for team, (cost, tokens) in expected.items():
+        ratio = got[team][0]
+        if tokens == 0:
+            assert ratio is None
+        else:  # a DOUBLE rate: equal to the exact ratio within a float's precision
+            assert abs(Decimal(ratio) - cost * 1_000_000 / tokens) < Decimal("1e-9")

@@ -1,6 +1,7 @@
 -- Everything that could not be used, and why: bill lines one by one (with their money when it parses),
 -- telemetry samples grouped by file, metric and reason (a telemetry file that yields no sample is one row with
--- its reason), Slurm records one by one. Nothing is dropped without a row here.
+-- its reason; the serving counters of metrics/serving as the DCGM ones), Slurm records one by one. Nothing is
+-- dropped without a row here.
 -- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
 -- noqa: disable=RF03
 {%- set symlinks = ref('stg_landing__links') if target.type != 'spark'
@@ -60,6 +61,60 @@ kube_series as (
     where {{ list_size('quarantined_samples') }} > 0
 
 ),
+
+-- The lint's templater renders the serving CTEs (not on spark, where the serving models are disabled) into
+-- one layout with the rest:
+-- noqa: disable=LT02
+{%- if target.type != 'spark' %}
+
+serving_series as (
+
+    select * from {{ ref('base_serving__series') }}
+    where {{ list_size('quarantined_samples') }} > 0
+
+),
+
+serving_quarantined as (
+
+    select
+        source_file,
+        metric_name,
+        {{ unnest_as('quarantined_samples', 'sample') }}
+    from serving_series
+
+),
+
+serving_samples as (
+
+    select
+        source_file,
+        metric_name,
+        sample.sample_value_raw as sample_value,
+        sample.quarantine_reason
+    from serving_quarantined
+
+),
+
+serving as (
+
+    select
+        'metrics/serving' as source_kind,
+        source_file,
+        cast(null as bigint) as source_row_number,
+        coalesce(metric_name, '(file)') as metric_name,
+        quarantine_reason,
+        count(*) as record_count,
+        min(coalesce(sample_value, '<null>')) as example_value,
+        cast(null as {{ money_type() }}) as billed_cost,
+        cast(null as {{ money_type() }}) as effective_cost,
+        cast(null as string) as billing_currency,
+        cast(null as date) as billing_period_start
+    from serving_samples
+    group by 2, 4, 5
+
+),
+{%- endif %}
+-- noqa: enable=LT02
 
 kube_quarantined as (
 
@@ -232,6 +287,12 @@ unioned as (
     select * from dcgm
     union all
     select * from kube
+    -- noqa: disable=LT02
+    {%- if target.type != 'spark' %}
+    union all
+    select * from serving
+    {%- endif %}
+    -- noqa: enable=LT02
     union all
     select * from slurm
     union all

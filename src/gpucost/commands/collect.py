@@ -5,7 +5,7 @@ format the generator writes, so ``gpucost build`` reads them unchanged::
 
     metrics/dcgm/<cluster>/<YYYY-MM-DD>/<DCGM metric>.json        /api/v1/query_range responses
     metrics/kube/<cluster>/<YYYY-MM-DD>/<kube metric>.json
-    metrics/serving/<cluster>/<YYYY-MM-DD>/<metric>.json          --serving; nothing reads them yet
+    metrics/serving/<cluster>/<YYYY-MM-DD>/<metric>.json          --serving: fct_inference_unit_cost
     inventory/kube/<cluster>/pods-<YYYY-MM-DD>.json               kubectl get pods -A -o json
     scheduler/slurm/<cluster>/sacct-<YYYY-MM-DD>.txt              sacct --parsable2
 
@@ -634,7 +634,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
             summary.notes.append(collect_sacct(options.landing, args.slurm_cluster, days))
         if args.serving:
             summary.notes.append(
-                "serving metrics landed in metrics/serving/: the warehouse does not read them yet"
+                "serving metrics landed in metrics/serving/: fct_inference_unit_cost reads them"
             )
     except CollectError as error:
         print(f"gpucost collect: {error}", file=sys.stderr)

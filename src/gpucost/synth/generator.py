@@ -10,6 +10,8 @@ Layout written below ``out_dir``::
     metrics/dcgm/<cluster>/<YYYY-MM-DD>/<DCGM metric>.json          Prometheus query_range
     metrics/kube/<cluster>/<YYYY-MM-DD>/<kube metric>.json          Prometheus query_range
                                         (KUBE_METRICS, and VOLUME_METRICS: PVs, claims, pod volumes)
+    metrics/serving/<cluster>/<YYYY-MM-DD>/<metric>.json            Prometheus query_range: the
+                                        inference pods' vLLM / TGI / Triton counters (synth.serving)
     reference/org_mapping.csv                                       project -> team -> cost center
 
 Conventions a consumer must know:
@@ -65,6 +67,7 @@ from gpucost.synth.scheduling import (
     shared_gpu_pods,
     stamp_creators,
 )
+from gpucost.synth.serving import serving_day
 from gpucost.synth.telemetry import Gap, cluster_dcgm_day, cluster_kube_day, write_matrix
 from gpucost.synth.volumes import build_volume_claims, claim_storage, volume_kube_day
 
@@ -184,6 +187,7 @@ def generate_month(
     files = 1
     write_org(out_dir)
     samples_total = 0
+    serving_states: dict = {}  # each inference pod's counters, carried from day to day
     allocated_gpu_s = 0
     existing_gpu_s = 0
     sku_cache = {it.name: sku_id(f"{it.name}/BoxUsage") for it in INSTANCE_TYPES}
@@ -214,6 +218,14 @@ def generate_month(
                 volumes = volume_kube_day(cl, claims, pods_today, day_start, step, window_end)
                 for metric, series in volumes.items():
                     write_matrix(kdir / f"{metric}.json", series)
+                    files += 1
+                serving = serving_day(
+                    pods_today, day_start, step, window_end, seed, cl.tz_hours, serving_states
+                )
+                sdir = out_dir / "metrics" / "serving" / cl.name / date
+                for metric, series in serving.items():
+                    sdir.mkdir(parents=True, exist_ok=True)
+                    write_matrix(sdir / f"{metric.replace(':', '_')}.json", series)
                     files += 1
                 for p in pods_today:
                     if p.node is None or p.node.reserved:

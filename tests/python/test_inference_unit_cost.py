@@ -1,0 +1,306 @@
+"""The unit cost of inference: serving counters landed by hand, their hourly increases worked out on
+paper (a counter reset, a sample landed twice, an hour's boundary, two engines plus Triton), the mart
+`fct_inference_unit_cost` against the allocation mart, bad serving files in quarantine; and the
+generated month, where the mart's cost reconciles to the serving pods' allocated cost and its tokens to
+the counters in the landed files, recomputed here in Python."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from decimal import Decimal
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+from gpucost.commands.collect import SERVING_METRICS as COLLECTED_METRICS
+from gpucost.synth.serving import SERVING_METRICS
+from tests.python.landing_zones import (
+    Warehouse,
+    build,
+    copy_landing,
+    small_month_landing,
+)
+
+pytestmark = pytest.mark.warehouse
+
+T0 = 1790812800  # 2026-10-01T00:00:00Z, the small month's day
+DAY = "2026-10-01"
+COMPUTE = "('compute_gpu', 'compute_cpu', 'compute_memory')"
+UNIT = Decimal("1e-18")
+
+
+def response(series: list[tuple[dict[str, str], list[tuple[int, str]]]]) -> str:
+    """A Prometheus /api/v1/query_range response holding these series."""
+    result = [
+        {"metric": labels, "values": [[t, v] for t, v in values]} for labels, values in series
+    ]
+    return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}})
+
+
+def inference_pods(landing: Path) -> list[dict[str, str]]:
+    """The ReplicaSet pods of the landed month (kube_pod_info), one per deployment, by name."""
+    path = next(landing.glob(f"metrics/kube/*/{DAY}/kube_pod_info.json"))
+    pods: dict[str, dict[str, str]] = {}
+    for series in json.loads(path.read_text())["data"]["result"]:
+        labels = series["metric"]
+        if labels.get("created_by_kind") == "ReplicaSet":
+            deployment = labels["created_by_name"].rsplit("-", 1)[0]
+            pods.setdefault(deployment, labels)
+    return [pods[d] for d in sorted(pods)]
+
+
+# Pod A (vLLM): the counters' samples at T0 + offset; the prompt counter falls at +900 (the container
+# restarted), its samples at +600 and +900 are landed twice, and +3600 closes hour 0.
+OFFSETS = [0, 300, 600, 900, 1200, 3600, 3900]
+VLLM_PROMPT = ["0", "1000", "2500", "400", "900", "1700", "2000"]
+VLLM_GENERATED = ["0", "100", "200", "50", "100", "150", "160"]
+VLLM_STOP = ["0", "10", "20", "3", "5", "8", "9"]
+VLLM_LENGTH = ["0", "1", "1", "0", "0", "1", "1"]
+# On paper: prompt rises 1000, 1500, 400 (reset: the new value), 500, 800 (+3600: hour 0), 300 (hour 1)
+PROMPT_HOUR_0, PROMPT_HOUR_1 = 4200, 300
+GENERATED = 100 + 100 + 50 + 50 + 50 + 10  # 360
+REQUESTS_A = (10 + 10 + 3 + 2 + 3 + 1) + (
+    1 + 0 + 0 + 0 + 1 + 0
+)  # stop 29 + length 2 (a reset to 0)
+# Pod B (TGI, no model label): samples at +0, +1800, +7200
+TGI_OFFSETS = [0, 1800, 7200]
+TGI_INPUT, TGI_GENERATED = ["0", "5000", "12000"], ["0", "700", "1000"]
+TGI_SUCCESS, TGI_COUNT = ["0", "4", "9"], ["0", "5", "10"]
+# Pod C (Triton): requests only
+TRITON_SUCCESS = ["0", "100", "250"]
+
+
+def at(offsets: list[int], values: list[str]) -> list[tuple[int, str]]:
+    return [(T0 + o, v) for o, v in zip(offsets, values, strict=True)]
+
+
+@pytest.fixture(scope="module")
+def hand_built(tmp_path_factory) -> tuple[Warehouse, dict[str, dict[str, str]]]:
+    base = small_month_landing(tmp_path_factory)
+    work = tmp_path_factory.mktemp("inference")
+    landing = copy_landing(base, work / "landing")
+    serving = landing / "metrics" / "serving"
+    cluster = next((landing / "metrics" / "kube").iterdir()).name
+    for path in sorted(serving.rglob("*"), reverse=True):  # the generator's counters make way
+        path.unlink() if path.is_file() else path.rmdir()
+    folder = serving / cluster / DAY
+    folder.mkdir(parents=True)
+    a, b, c = inference_pods(landing)[:3]
+
+    def labels(pod: dict[str, str], name: str, **extra: str) -> dict[str, str]:
+        return {"__name__": name, "namespace": pod["namespace"], "pod": pod["pod"], **extra}
+
+    vllm = {"model_name": "acme/chat-8b", "engine": "0"}
+    files = {
+        "vllm_prompt_tokens_total.json": [
+            (labels(a, "vllm:prompt_tokens_total", **vllm), at(OFFSETS, VLLM_PROMPT))
+        ],
+        # the same samples re-scraped into a second file: counted once
+        "vllm_prompt_tokens_total.rescrape.json": [
+            (labels(a, "vllm:prompt_tokens_total", **vllm), at(OFFSETS[2:4], VLLM_PROMPT[2:4]))
+        ],
+        "vllm_generation_tokens_total.json": [
+            (labels(a, "vllm:generation_tokens_total", **vllm), at(OFFSETS, VLLM_GENERATED))
+        ],
+        "vllm_request_success_total.json": [
+            (
+                labels(a, "vllm:request_success_total", finished_reason="stop", **vllm),
+                at(OFFSETS, VLLM_STOP),
+            ),
+            (
+                labels(a, "vllm:request_success_total", finished_reason="length", **vllm),
+                at(OFFSETS, VLLM_LENGTH),
+            ),
+        ],
+        "tgi_request_input_length_sum.json": [
+            (labels(b, "tgi_request_input_length_sum"), at(TGI_OFFSETS, TGI_INPUT))
+        ],
+        "tgi_request_generated_tokens_sum.json": [
+            (labels(b, "tgi_request_generated_tokens_sum"), at(TGI_OFFSETS, TGI_GENERATED))
+        ],
+        "tgi_request_success.json": [
+            (labels(b, "tgi_request_success"), at(TGI_OFFSETS, TGI_SUCCESS))
+        ],
+        "tgi_request_count.json": [(labels(b, "tgi_request_count"), at(TGI_OFFSETS, TGI_COUNT))],
+        "nv_inference_request_success.json": [
+            (
+                labels(c, "nv_inference_request_success", model="detector", version="2"),
+                at(TGI_OFFSETS, TRITON_SUCCESS),
+            )
+        ],
+        # a negative counter sample: quarantined, the rest of the series read
+        "nv_inference_count.json": [
+            (
+                labels(c, "nv_inference_count", model="detector", version="2"),
+                at(TGI_OFFSETS, ["0", "-5", "400"]),
+            )
+        ],
+        # no series: no Triton failure that day, nothing to quarantine
+        "nv_inference_request_failure.json": [],
+    }
+    for name, series in files.items():
+        (folder / name).write_text(response(series), encoding="utf-8")
+    (folder / "tgi_request_success.truncated.json").write_text('{"status":"succ', "utf-8")
+    warehouse = build(landing, work / "build")
+    return warehouse, {"vllm": a, "tgi": b, "triton": c}
+
+
+def pod_key(cluster: str, pod: dict[str, str]) -> str:
+    return f"{cluster}/{pod['namespace']}/{pod['pod']}"
+
+
+def test_the_generator_writes_what_the_collector_lands():
+    assert SERVING_METRICS == COLLECTED_METRICS
+
+
+def test_generated_counters_rise_and_fall_only_at_a_restart(generated_month):
+    """The generator's counters: one series per pod and label set across the days' files, never
+    decreasing except when the container restarts (once at most per pod: every series of the pod
+    falls at the same time), starting at zero with the pod."""
+    landing, _ = generated_month
+    series: dict[tuple, dict[int, float]] = defaultdict(dict)
+    for path in landing.glob("metrics/serving/*/*/*.json"):
+        for s in json.loads(path.read_text())["data"]["result"]:
+            series[(path.parts[-3], tuple(sorted(s["metric"].items())))].update(
+                {int(t): float(v) for t, v in s["values"]}
+            )
+    assert {dict(labels)["__name__"] for _, labels in series} == set(SERVING_METRICS)
+    falls: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for (cluster, labels), by_time in series.items():
+        times = sorted(by_time)
+        pod = (cluster, dict(labels)["pod"])
+        falls[pod] |= {t for a, t in pairwise(times) if by_time[t] < by_time[a]}
+        assert by_time[times[0]] == 0, (cluster, labels)
+    assert all(len(times) <= 1 for times in falls.values())
+    assert any(falls.values())
+
+
+def test_hourly_increases_count_a_reset_and_a_repeated_sample_as_worked_out(hand_built):
+    warehouse, pods = hand_built
+    rows = warehouse.sql(
+        "select usage_hour_at, counter_increase, reset_count from "
+        "staging.stg_serving__counter_increases "
+        f"where pod = '{pods['vllm']['pod']}' and metric_name = 'vllm:prompt_tokens_total' "
+        "order by 1"
+    )
+    hours = [(r[0].hour, r[1], r[2]) for r in rows]
+    assert hours == [(0, Decimal(PROMPT_HOUR_0), 1), (1, Decimal(PROMPT_HOUR_1), 0)]
+
+
+def test_unit_cost_rows_are_the_counters_and_the_allocated_cost(hand_built):
+    warehouse, pods = hand_built
+    (cluster,) = warehouse.sql("select distinct cluster_id from staging.stg_kube__pods")[0]
+    expected_counts = {
+        "vllm": (PROMPT_HOUR_0 + PROMPT_HOUR_1, GENERATED, REQUESTS_A, "acme/chat-8b"),
+        "tgi": (12000, 1000, 9, None),
+        "triton": (0, 0, 250, "detector"),
+    }
+    for engine, (prompt, generated, requests, model) in expected_counts.items():
+        pod = pods[engine]
+        key = pod_key(cluster, pod)
+        allocated = warehouse.sql(
+            "select team_id, sum(effective_cost) from marts.fct_cost_allocation "
+            f"where workload_id like '{key}/%' and cost_component in {COMPUTE} "
+            "group by 1 order by 2 desc, 1"
+        )
+        rows = warehouse.sql(
+            "select team_id, model_name, engine, prompt_tokens, generation_tokens, request_count, "
+            "effective_cost, cost_per_million_tokens, cost_per_thousand_requests "
+            "from marts.fct_inference_unit_cost "
+            f"where deployment_name = '{pod['created_by_name'].rsplit('-', 1)[0]}' order by 7 desc"
+        )
+        assert allocated, f"{key} was allocated no cost"
+        assert {r[0]: r[6] for r in rows} == dict(allocated)
+        payer = rows[0]  # the team that paid most carries the counts
+        assert payer[:6] == (allocated[0][0], model, engine, prompt, generated, requests)
+        assert all(r[3:6] == (0, 0, 0) for r in rows[1:])
+        cost, tokens = payer[6], prompt + generated
+        per_million = (cost / UNIT * 1_000_000 // tokens) * UNIT if tokens else None
+        assert payer[7] == per_million
+        assert payer[8] == (cost / UNIT * 1000 // requests) * UNIT
+        if engine == "vllm":  # on paper: 4,500 tokens in + 360 out, the ratio within 1e-18
+            assert abs(payer[7] - cost * 1_000_000 / 4860) < UNIT
+
+
+def test_bad_serving_files_are_quarantined_and_an_empty_one_is_not(hand_built):
+    warehouse, _ = hand_built
+    rows = warehouse.sql(
+        "select regexp_extract(source_file, '[^/]+$'), metric_name, quarantine_reason, "
+        "record_count, example_value from marts.rpt_quarantine "
+        "where source_kind = 'metrics/serving' order by 1"
+    )
+    assert rows == [
+        ("nv_inference_count.json", "nv_inference_count", "negative counter value: -5", 1, "-5"),
+        (
+            "tgi_request_success.truncated.json",
+            "(file)",
+            "unparseable JSON (truncated, or not JSON)",
+            1,
+            "<null>",
+        ),
+    ]
+
+
+def test_the_cost_column_reconciles_to_the_serving_pods_allocated_cost(generated_warehouse):
+    """The generated month: the mart's cost per currency equals fct_cost_allocation's compute cost of
+    the pods whose counters are in the landing zone (read here from the files)."""
+    warehouse = generated_warehouse
+    keys: set[str] = set()
+    for path in warehouse.landing.glob("metrics/serving/*/*/*.json"):
+        cluster = path.parts[-3]
+        for series in json.loads(path.read_text())["data"]["result"]:
+            keys.add(f"{cluster}/{series['metric']['namespace']}/{series['metric']['pod']}")
+    assert len(keys) > 3
+    allocated = warehouse.sql(
+        "select billing_currency, sum(effective_cost), sum(billed_cost) "
+        "from marts.fct_cost_allocation where cost_component in " + COMPUTE + " and "
+        "regexp_extract(workload_id, '^([^/]*/[^/]*/[^/]*)', 1) in ("
+        + ", ".join(f"'{k}'" for k in sorted(keys))
+        + ") group by 1 order by 1"
+    )
+    mart = warehouse.sql(
+        "select billing_currency, sum(effective_cost), sum(billed_cost) "
+        "from marts.fct_inference_unit_cost where billing_currency is not null group by 1 order by 1"
+    )
+    assert mart == allocated and allocated[0][1] > 0
+
+
+def test_the_tokens_are_the_landed_counters_increases(generated_warehouse):
+    """The generated month's tokens and requests, recomputed from the landed files with the reset rule
+    (a fall is a restart: the new value is the rise), equal the mart's totals per engine."""
+    warehouse = generated_warehouse
+    samples: dict[tuple, dict[int, Decimal]] = defaultdict(dict)
+    for path in warehouse.landing.glob("metrics/serving/*/*/*.json"):
+        for series in json.loads(path.read_text())["data"]["result"]:
+            key = (path.parts[-3], tuple(sorted(series["metric"].items())))
+            samples[key].update({int(t): Decimal(v) for t, v in series["values"]})
+    measure = {
+        "vllm:prompt_tokens_total": "tokens",
+        "vllm:generation_tokens_total": "tokens",
+        "tgi_request_input_length_sum": "tokens",
+        "tgi_request_generated_tokens_sum": "tokens",
+        "vllm:request_success_total": "requests",
+        "tgi_request_success": "requests",
+        "nv_inference_request_success": "requests",
+    }
+    engines = {"vllm": "vllm", "tgi_": "tgi", "nv_i": "triton"}
+    totals: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+    resets = 0
+    for (_, labels), by_time in samples.items():
+        name = dict(labels)["__name__"]
+        if name not in measure:
+            continue
+        values = [by_time[t] for t in sorted(by_time)]
+        for before, now in pairwise(values):
+            totals[(engines[name[:4]], measure[name])] += now - before if now >= before else now
+            resets += now < before
+    assert resets > 0  # the month has restarts
+    mart = warehouse.sql(
+        "select engine, sum(total_tokens), sum(request_count) "
+        "from marts.fct_inference_unit_cost group by 1 order by 1"
+    )
+    assert {e: (t, r) for e, t, r in mart} == {
+        e: (totals[(e, "tokens")], totals[(e, "requests")]) for e in ("tgi", "triton", "vllm")
+    }
