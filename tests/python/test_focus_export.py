@@ -1,4 +1,5 @@
-"""FOCUS 1.3 allocation export: the allocated rows add back up to each origin charge, exactly."""
+"""FOCUS 1.4 allocation export: the allocated rows add back up to each origin charge, exactly (costs
+and quantities), and GPU usage shares carry their GPU-hours."""
 
 from __future__ import annotations
 
@@ -14,32 +15,59 @@ import pytest
 from gpucost.commands import cli
 from gpucost.commands.focus_export import export_focus
 
+# The FOCUS 1.4 columns the export carries, in the spec's (alphabetical) order: every Mandatory column,
+# the Allocated* columns and the Conditional / Recommended ones the bill gives (test_focus14 checks them
+# against the spec's list).
 FOCUS_COLUMNS = [
-    "BillingAccountId",
-    "BillingAccountName",
-    "SubAccountId",
-    "InvoiceId",
-    "ProviderName",
-    "ServiceName",
-    "ServiceCategory",
-    "ChargeCategory",
-    "ChargeDescription",
-    "ResourceId",
-    "ResourceName",
-    "ResourceType",
-    "RegionId",
-    "BillingCurrency",
-    "BilledCost",
-    "EffectiveCost",
-    "AllocatedMethodId",
     "AllocatedMethodDetails",
+    "AllocatedMethodId",
     "AllocatedResourceId",
     "AllocatedResourceName",
     "AllocatedTags",
-    "BillingPeriodStart",
+    "AvailabilityZone",
+    "BilledCost",
+    "BillingAccountId",
+    "BillingAccountName",
+    "BillingCurrency",
     "BillingPeriodEnd",
-    "ChargePeriodStart",
+    "BillingPeriodStart",
+    "ChargeCategory",
+    "ChargeClass",
+    "ChargeDescription",
+    "ChargeFrequency",
     "ChargePeriodEnd",
+    "ChargePeriodStart",
+    "CommitmentDiscountCategory",
+    "CommitmentDiscountId",
+    "CommitmentDiscountName",
+    "CommitmentDiscountStatus",
+    "CommitmentDiscountType",
+    "ConsumedQuantity",
+    "ConsumedUnit",
+    "ContractedCost",
+    "ContractedUnitPrice",
+    "EffectiveCost",
+    "HostProviderName",
+    "InvoiceId",
+    "InvoiceIssuerName",
+    "ListCost",
+    "ListUnitPrice",
+    "PricingCategory",
+    "PricingQuantity",
+    "PricingUnit",
+    "RegionId",
+    "RegionName",
+    "ResourceId",
+    "ResourceName",
+    "ResourceType",
+    "ServiceCategory",
+    "ServiceName",
+    "ServiceProviderName",
+    "SkuId",
+    "SkuPriceId",
+    "SubAccountId",
+    "SubAccountName",
+    "Tags",
 ]
 CUSTOM_COLUMNS = [
     "x_AllocationId",
@@ -54,6 +82,7 @@ CUSTOM_COLUMNS = [
     "x_AttributionMethod",
     "x_UnallocatedReason",
     "x_AllocatedRatio",
+    "x_GpuHours",
 ]
 
 
@@ -202,3 +231,75 @@ def test_export_rejects_unknown_formats(generated_warehouse, tmp_path, capsys):
     assert code == 2
     assert ".csv or .parquet" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+
+
+SUMMABLE = {
+    "ListCost": "list_cost",
+    "ContractedCost": "contracted_cost",
+    "PricingQuantity": "pricing_quantity",
+    "ConsumedQuantity": "consumed_quantity",
+}
+UNIT = Decimal("1e-18")
+
+
+def test_summable_metrics_split_exactly_by_the_ratio(generated_warehouse):
+    """FOCUS split cost allocation: an allocated charge's summable metrics add up to the origin
+    charge's exactly, and each row's share is origin x ratio to within one 1e-18 unit (computed here
+    with Decimal, not by the warehouse)."""
+    origin = {
+        row[0]: dict(zip(SUMMABLE, row[1:], strict=True))
+        for row in generated_warehouse.sql(
+            "select charge_id, " + ", ".join(SUMMABLE.values()) + " from staging.stg_focus__charges"
+            " where quarantine_reason is null"
+        )
+    }
+    rows = generated_warehouse.sql(
+        'select "x_OriginChargeId", "x_AllocatedRatio", '
+        + ", ".join(f'"{name}"' for name in SUMMABLE)
+        + " from marts.rpt_focus_allocated_charges"
+    )
+    totals: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
+    split_rows = 0
+    for charge, ratio, *values in rows:
+        for name, value in zip(SUMMABLE, values, strict=True):
+            expected = origin[charge][name]
+            if expected is None:
+                assert value is None, (charge, name)
+                continue
+            assert abs(Decimal(value) - Decimal(expected) * ratio) < UNIT, (charge, name)
+            totals[charge][name] += value
+            split_rows += ratio not in (0, 1)
+    assert split_rows > 100  # real splits, not only whole lines
+    for charge, metrics in origin.items():
+        for name, expected in metrics.items():
+            if expected is not None:
+                assert totals[charge][name] == expected, (charge, name)
+
+
+def test_gpu_usage_shares_carry_their_gpu_hours(generated_warehouse):
+    """GPU-hours are the allocated usage quantity: on every GPU usage share AllocatedMethodDetails has
+    UsageUnit GPU-Hours and UsageQuantity = the workload's GPU-hours on that node line
+    (fct_gpu_usage), and the GPU-hours of a node line's shares add up to its usage rows'."""
+    rows = generated_warehouse.sql(
+        'select "x_OriginChargeId", "AllocatedResourceId", "x_AllocationKind", "x_AllocationBasis",'
+        ' "AllocatedMethodDetails", "x_GpuHours" from marts.rpt_focus_allocated_charges'
+    )
+    usage = {
+        (charge, workload): hours
+        for charge, workload, hours in generated_warehouse.sql(
+            "select charge_id, workload_id, gpu_hours from marts.fct_gpu_usage"
+            " where usage_kind = 'usage'"
+        )
+    }
+    seen = set()
+    for charge, workload, kind, basis, details, hours in rows:
+        (element,) = json.loads(details, parse_float=Decimal)["Elements"]
+        gpu_share = kind == "usage" and (charge, workload) in usage and ":" not in basis
+        if gpu_share:
+            assert element["UsageUnit"] == "GPU-Hours"
+            assert element["UsageQuantity"] == hours == usage[(charge, workload)]
+            seen.add((charge, workload))
+        else:
+            assert "UsageQuantity" not in element and hours is None
+    assert len(seen) > 100
+    assert seen == set(usage)
