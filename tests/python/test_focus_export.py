@@ -277,9 +277,10 @@ def test_summable_metrics_split_exactly_by_the_ratio(generated_warehouse):
 
 
 def test_gpu_usage_shares_carry_their_gpu_hours(generated_warehouse):
-    """GPU-hours are the allocated usage quantity: on every GPU usage share AllocatedMethodDetails has
-    UsageUnit GPU-Hours and UsageQuantity = the workload's GPU-hours on that node line
-    (fct_gpu_usage), and the GPU-hours of a node line's shares add up to its usage rows'."""
+    """GPU-hours are the allocated usage quantity: on every share that a workload's GPU time sized
+    (usage, or unallocated when the workload has no owner) AllocatedMethodDetails has UsageUnit
+    GPU-Hours and UsageQuantity = the workload's GPU-hours on that node line (fct_gpu_usage); every
+    fct_gpu_usage usage row is exported so; no other row carries a usage quantity."""
     rows = generated_warehouse.sql(
         'select "x_OriginChargeId", "AllocatedResourceId", "x_AllocationKind", "x_AllocationBasis",'
         ' "AllocatedMethodDetails", "x_GpuHours" from marts.rpt_focus_allocated_charges'
@@ -294,7 +295,11 @@ def test_gpu_usage_shares_carry_their_gpu_hours(generated_warehouse):
     seen = set()
     for charge, workload, kind, basis, details, hours in rows:
         (element,) = json.loads(details, parse_float=Decimal)["Elements"]
-        gpu_share = kind == "usage" and (charge, workload) in usage and ":" not in basis
+        gpu_share = (
+            kind in ("usage", "unallocated")
+            and basis in ("requested", "used", "max")
+            and (charge, workload) in usage
+        )
         if gpu_share:
             assert element["UsageUnit"] == "GPU-Hours"
             assert element["UsageQuantity"] == hours == usage[(charge, workload)]

@@ -90,12 +90,13 @@ joined as (
         charges.billing_period_end_at,
         charges.charge_period_start_at,
         charges.charge_period_end_at,
-        -- GPU-hours only where GPU time sized the share (not the CPU / memory parts of a node line)
+        -- GPU-hours only where the workload's GPU time sized the share: its usage share, or the share it
+        -- would have had as usage when it has no owner (unallocated); not the CPU / memory parts of a
+        -- node line, idle spreading or volume claims
         case
             when
-                allocations.allocation_kind = 'usage'
-                and allocations.allocation_basis not like 'cpu:%'
-                and allocations.allocation_basis not like 'memory:%'
+                allocations.allocation_kind in ('usage', 'unallocated')
+                and allocations.allocation_basis in ('requested', 'used', 'max')
                 then gpu_usage.gpu_hours
         end as gpu_hours
     from allocations
