@@ -267,3 +267,18 @@ def test_focus_1_4_provider_columns_reach_the_export(focus14_month, tmp_path):
         " where quarantine_reason is null and not is_superseded group by 1"
     )
     assert dict(billed) == dict(bill)
+
+
+def test_focus_1_4_bill_passes_validation(focus14_month, tmp_path):
+    """`gpucost validate` reads a 1.4 bill by the build's rules: no ProviderName is no failure."""
+    import shutil
+
+    from gpucost.validation.validate import validate_landing
+
+    warehouse, written, _ = focus14_month
+    landing = tmp_path / "landing"
+    shutil.copytree(warehouse.landing / "billing" / "focus", landing / "billing" / "focus")
+    report = validate_landing(landing)
+    assert report.success, report.summary()
+    (focus,) = [suite for suite in report.suites if suite.suite == "focus_exports"]
+    assert focus.rows == written
