@@ -162,7 +162,7 @@ def test_export_fills_the_columns_the_spec_does_not_let_be_null(exported_parquet
             )
             # UsageUnit must be present when UsageQuantity is
             assert ("UsageQuantity" in element) == ("UsageUnit" in element)
-        assert isinstance(json.loads(allocated_tags), dict)
+        assert allocated_tags is None or isinstance(json.loads(allocated_tags), dict)
         assert tags is None or isinstance(json.loads(tags), dict)
 
 

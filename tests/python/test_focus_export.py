@@ -77,6 +77,7 @@ CUSTOM_COLUMNS = [
     "x_UserId",
     "x_ClusterId",
     "x_NodeName",
+    "x_WorkloadId",
     "x_AllocationKind",
     "x_AllocationBasis",
     "x_AttributionMethod",
@@ -148,9 +149,12 @@ def test_ratios_in_method_details_sum_to_one_per_origin_charge(generated_warehou
         assert element["AllocatedRatio"] == ratio  # all 18 places survive the JSON
         assert element["x_AllocationKind"] == kind and element["x_AllocationBasis"] == basis
         assert method_id == f"gpucost/{kind}/{basis}"
-        tag_values = json.loads(tags)
-        assert tag_values["team_id"] == team and tag_values["project_id"] == project
-        assert None not in tag_values.values()
+        if tags is not None:
+            tag_values = json.loads(tags)
+            assert set(tag_values) <= {"team_id", "project_id", "user_id"}
+            assert tag_values.get("team_id", team) == team
+            assert tag_values.get("project_id", project) == project
+            assert None not in tag_values.values()
         if kind == "usage":
             assert resource and resource.count("/") >= 2
         ratio_sums[charge] += element["AllocatedRatio"]
@@ -282,7 +286,7 @@ def test_gpu_usage_shares_carry_their_gpu_hours(generated_warehouse):
     GPU-Hours and UsageQuantity = the workload's GPU-hours on that node line (fct_gpu_usage); every
     fct_gpu_usage usage row is exported so; no other row carries a usage quantity."""
     rows = generated_warehouse.sql(
-        'select "x_OriginChargeId", "AllocatedResourceId", "x_AllocationKind", "x_AllocationBasis",'
+        'select "x_OriginChargeId", "x_WorkloadId", "x_AllocationKind", "x_AllocationBasis",'
         ' "AllocatedMethodDetails", "x_GpuHours" from marts.rpt_focus_allocated_charges'
     )
     usage = {
@@ -308,3 +312,38 @@ def test_gpu_usage_shares_carry_their_gpu_hours(generated_warehouse):
             assert "UsageQuantity" not in element and hours is None
     assert len(seen) > 100
     assert seen == set(usage)
+
+
+def test_allocated_resource_columns_follow_the_spec(generated_warehouse):
+    """FOCUS: AllocatedResourceId is null exactly on the unallocated portion of the origin charge
+    (unallocated rows, idle kept visible on the idle owner), AllocatedResourceName and AllocatedTags
+    null with it; AllocatedTags repeat no tag the origin charge's Tags carry with the same value, and
+    hold the owner's team and project wherever Tags do not."""
+    rows = generated_warehouse.sql(
+        'select "x_AllocationKind", "x_TeamId", "x_ProjectId", "x_UserId", "AllocatedResourceId",'
+        ' "AllocatedResourceName", "AllocatedTags", "Tags" from marts.rpt_focus_allocated_charges'
+    )
+    kinds: dict[tuple[str, bool], int] = defaultdict(int)
+    for kind, team, project, user, resource, name, allocated_tags, tags in rows:
+        unallocated_portion = kind == "unallocated" or team in ("__idle__", "__unallocated__")
+        kinds[(kind, unallocated_portion)] += 1
+        assert (resource is None) == unallocated_portion, (kind, team, resource)
+        assert (name is None) == (resource is None)
+        if unallocated_portion:
+            assert allocated_tags is None
+            continue
+        origin = json.loads(tags) if tags else {}
+        allocated = json.loads(allocated_tags) if allocated_tags else {}
+        owner = {"team_id": team, "project_id": project, "user_id": user}
+        for key, value in owner.items():
+            if value is None or origin.get(key) == value:
+                assert key not in allocated, (key, allocated, origin)
+            else:
+                assert allocated[key] == value, (key, allocated, origin)
+        if resource.startswith("project:"):
+            assert resource == f"project:{team}/{project}" and name == project
+        else:
+            assert resource.count("/") >= 2 and name == resource.split("/")[2]
+    # every case is there: owned rows of each kind, unallocated rows, idle kept visible
+    assert {kind for kind, portion in kinds if not portion} >= {"direct", "usage", "idle", "shared"}
+    assert ("unallocated", True) in kinds and ("idle", True) in kinds

@@ -142,12 +142,22 @@ described as (
         || ',"x_AllocationBasis":' || cast(to_json(allocation_basis) as string)
         || ',"x_AttributionMethod":' || cast(to_json(attribution_method) as string)
         || '}]}' as allocated_method_details,
-        -- the owner as the bill's own tag keys; keys without a value are left out (merge-patch drops nulls)
+        -- the unallocated portion of the origin charge (FOCUS: no AllocatedResourceId there): money
+        -- nobody could be given, and idle time kept visible on the idle owner
+        allocation_kind = 'unallocated'
+        or team_id in ('{{ idle_owner() }}', '{{ unallocated_owner() }}') as is_unallocated_portion,
+        -- the owner as the bill's own tag keys; keys without a value, and tags the origin charge already
+        -- carries with the same value, are left out (merge-patch drops nulls)
         cast(json_merge_patch('{}', json_object(
-            '{{ var("gpucost_tag_key_team") }}', team_id,
-            '{{ var("gpucost_tag_key_project") }}', project_id,
-            '{{ var("gpucost_tag_key_user") }}', user_id
-        )) as string) as allocated_tags,
+            {%- for role in ['team', 'project', 'user'] %}
+            '{{ var("gpucost_tag_key_" ~ role) }}',
+            case
+                when json_extract_string(origin_tags, '$."{{ var("gpucost_tag_key_" ~ role) }}"')
+                    is distinct from {{ role }}_id
+                    then {{ role }}_id
+            end{{ ',' if not loop.last }}
+            {%- endfor %}
+        )) as string) as owner_tags,
         split_part(workload_id, '/', 3) as workload_pod_name
     from split
 
@@ -159,9 +169,16 @@ final as (
         -- split cost allocation (FOCUS 1.3+)
         allocated_method_details as "AllocatedMethodDetails",
         allocated_method_id as "AllocatedMethodId",
-        workload_id as "AllocatedResourceId",
-        nullif(workload_pod_name, '') as "AllocatedResourceName",
-        allocated_tags as "AllocatedTags",
+        -- what the cost is allocated to: the workload, else the owning project; null on the unallocated
+        -- portion (and so its name and tags)
+        case
+            when not is_unallocated_portion
+                then coalesce(workload_id, 'project:' || team_id || '/' || project_id)
+        end as "AllocatedResourceId",
+        case
+            when not is_unallocated_portion then coalesce(nullif(workload_pod_name, ''), project_id)
+        end as "AllocatedResourceName",
+        case when not is_unallocated_portion then nullif(owner_tags, '{}') end as "AllocatedTags",
         -- the origin charge's dimensions, as billed; its summable metrics, this row's exact share
         availability_zone as "AvailabilityZone",
         billed_cost as "BilledCost",
@@ -215,6 +232,7 @@ final as (
         user_id as "x_UserId",
         cluster_id as "x_ClusterId",
         node_name as "x_NodeName",
+        workload_id as "x_WorkloadId",
         allocation_kind as "x_AllocationKind",
         allocation_basis as "x_AllocationBasis",
         attribution_method as "x_AttributionMethod",
