@@ -149,14 +149,27 @@ described as (
         -- the owner as the bill's own tag keys; keys without a value, and tags the origin charge already
         -- carries with the same value, are left out (merge-patch drops nulls)
         cast(json_merge_patch('{}', json_object(
-            {%- for role in ['team', 'project', 'user'] %}
-            '{{ var("gpucost_tag_key_" ~ role) }}',
+            '{{ var("gpucost_tag_key_team") }}',
             case
-                when json_extract_string(origin_tags, '$."{{ var("gpucost_tag_key_" ~ role) }}"')
-                    is distinct from {{ role }}_id
-                    then {{ role }}_id
-            end{{ ',' if not loop.last }}
-            {%- endfor %}
+                when
+                    json_extract_string(origin_tags, '$."{{ var("gpucost_tag_key_team") }}"')
+                    is distinct from team_id
+                    then team_id
+            end,
+            '{{ var("gpucost_tag_key_project") }}',
+            case
+                when
+                    json_extract_string(origin_tags, '$."{{ var("gpucost_tag_key_project") }}"')
+                    is distinct from project_id
+                    then project_id
+            end,
+            '{{ var("gpucost_tag_key_user") }}',
+            case
+                when
+                    json_extract_string(origin_tags, '$."{{ var("gpucost_tag_key_user") }}"')
+                    is distinct from user_id
+                    then user_id
+            end
         )) as string) as owner_tags,
         split_part(workload_id, '/', 3) as workload_pod_name
     from split
