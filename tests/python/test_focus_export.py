@@ -347,3 +347,29 @@ def test_allocated_resource_columns_follow_the_spec(generated_warehouse):
     # every case is there: owned rows of each kind, unallocated rows, idle kept visible
     assert {kind for kind, portion in kinds if not portion} >= {"direct", "usage", "idle", "shared"}
     assert ("unallocated", True) in kinds and ("idle", True) in kinds
+
+
+def test_user_names_in_the_origin_tags_are_pseudonymised(generated_warehouse, tmp_path):
+    """The export's Tags are the bill line's own tags, which may name a user: with pseudonymisation
+    on, the user key of Tags gets the same pseudonym as x_UserId, and the name is nowhere."""
+    from gpucost.commands.safe_output import Pseudonymiser
+
+    path = generated_warehouse.copy("tags_with_user")
+    with duckdb.connect(str(path)) as con:
+        changed = con.execute(
+            'update marts.rpt_focus_allocated_charges set "Tags" = ?'
+            " where \"x_AllocationKind\" = 'direct'",
+            ['{"team_id":"nlp","user_id":"alice.smith"}'],
+        ).fetchall()
+    assert changed[0][0] > 0
+    pseudonymiser = Pseudonymiser(b"test-secret-of-32-characters-xx")
+    out = tmp_path / "allocated.csv"
+    export_focus(path, out, pseudonymiser=pseudonymiser)
+    text = out.read_text(encoding="utf-8")
+    assert "alice.smith" not in text
+    with out.open(newline="", encoding="utf-8") as handle:
+        tags = [
+            row["Tags"] for row in csv.DictReader(handle) if row["x_AllocationKind"] == "direct"
+        ]
+    assert len(tags) == changed[0][0]
+    assert {json.loads(tag)["user_id"] for tag in tags} == {pseudonymiser("alice.smith")}
