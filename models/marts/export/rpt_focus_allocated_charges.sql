@@ -4,8 +4,9 @@
 -- metrics are split so that the allocated charges of one origin charge sum exactly to it: BilledCost and
 -- EffectiveCost are the allocation's own exact shares, ListCost, ContractedCost, PricingQuantity and
 -- ConsumedQuantity are split by the allocated ratio (split_by_ratio, largest remainder in 1e-18 units).
--- AllocatedMethodDetails carries the ratio and, for GPU usage shares, the GPU-hours that sized it
--- (UsageUnit GPU-Hours, UsageQuantity). FOCUS 1.4 names: ServiceProviderName and HostProviderName, no
+-- AllocatedMethodDetails carries the ratio and, where a workload's GPU time sized the share, its GPU-hours
+-- (UsageUnit GPU-Hours, UsageQuantity). AllocatedResourceId is the workload or the owning project, null on
+-- the unallocated portion, as the spec asks. FOCUS 1.4 names: ServiceProviderName and HostProviderName, no
 -- ProviderName / PublisherName (docs/focus-export.md; the column list is checked against the spec in
 -- tests/python/test_focus14.py).
 with
