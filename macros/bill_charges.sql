@@ -66,6 +66,12 @@ parsed as (
         {%- else -%}
         ProviderName as provider_name,
         {%- endif %}
+        {% if source_format == 'focus' -%}
+        -- FOCUS 1.3 / 1.4: the entity that hosts the resource; files before 1.3 have none
+        nullif(trim(HostProviderName), '') as host_provider_name,
+        {%- else -%}
+        cast(null as string) as host_provider_name,
+        {%- endif %}
         InvoiceIssuerName as invoice_issuer_name,
         ChargeCategory as charge_category,
         ChargeClass as charge_class,
@@ -282,6 +288,9 @@ final as (
         billing_account_name,
         sub_account_name,
         coalesce(provider_name, '') as provider_name,
+        -- FOCUS 1.3+: HostProviderName as billed; before 1.3 (and in native bills) the service provider
+        -- hosts what it sells, so the host is the provider
+        coalesce(host_provider_name, provider_name, '') as host_provider_name,
         invoice_issuer_name,
         charge_category,
         charge_class,
@@ -297,6 +306,15 @@ final as (
         consumed_unit,
         commitment_discount_id,
         commitment_discount_status,
+        -- further FOCUS columns, as billed (text, blank and NULL as null; unit prices exact)
+        text_regionname as region_name,
+        text_skupriceid as sku_price_id,
+        text_pricingcategory as pricing_category,
+        text_commitmentdiscountcategory as commitment_discount_category,
+        text_commitmentdiscountname as commitment_discount_name,
+        text_commitmentdiscounttype as commitment_discount_type,
+        {{ dbt.safe_cast('text_listunitprice', money_type()) }} as list_unit_price,
+        {{ dbt.safe_cast('text_contractedunitprice', money_type()) }} as contracted_unit_price,
         '{{ source_format }}' as source_format,
         native_charge_type,
         billing_currency,

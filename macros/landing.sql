@@ -126,7 +126,7 @@
     [{%- for value in values -%}'{{ value | replace("'", "''") }}'{{ ", " if not loop.last }}{%- endfor -%}]
 {%- endmacro %}
 
-{#- FOCUS exports (CSV and Parquet, 1.0 to 1.2) as text columns with every spec column present.
+{#- FOCUS exports (CSV and Parquet, 1.0 to 1.4) as text columns with every spec column present.
     Missing spec columns are null; extra columns are kept; nothing is typed yet (staging does it). -#}
 {% macro read_focus_exports(relative_dir) -%}
     {{ read_bill_files(relative_dir, focus_columns()) }}

@@ -310,7 +310,7 @@ with shared_three_ways as (
 )
 select
     "ResourceName", "ChargePeriodStart", "AllocatedResourceName", "x_ProjectId",
-    "x_AllocationBasis", "x_AllocatedRatio", "BilledCost", "EffectiveCost"
+    "x_AllocationBasis", "x_GpuHours", "x_AllocatedRatio", "BilledCost", "EffectiveCost"
 from marts.rpt_focus_allocated_charges
 where "x_OriginChargeId" = (select charge_id from shared_three_ways)
 order by "AllocatedResourceName", "x_AllocationId"
@@ -319,7 +319,7 @@ order by "AllocatedResourceName", "x_AllocationId"
 
 def block_focus_example(warehouse: Path) -> str:
     """The export's rows of one bill line: the first (by origin charge id) that three usage rows
-    of two projects share, with each row's ratio and money and their sums."""
+    of two projects share, with each row's GPU-hours, ratio and money and their sums."""
     import duckdb
 
     with duckdb.connect(str(warehouse), read_only=True) as con:
@@ -327,16 +327,19 @@ def block_focus_example(warehouse: Path) -> str:
     node, start = rows[0][0], rows[0][1]
     lines = [f"ResourceName {node}, ChargePeriodStart {start:%Y-%m-%dT%H:%M:%SZ}"]
     lines.append(
-        f"{'AllocatedResourceName':<40}{'x_ProjectId':<16}{'x_AllocationBasis':<22}"
-        f"{'AllocatedRatio':>22}{'BilledCost':>24}{'EffectiveCost':>24}"
+        f"{'AllocatedResourceName':<24}{'x_ProjectId':<16}{'x_AllocationBasis':<20}"
+        f"{'x_GpuHours':>12}{'AllocatedRatio':>22}{'BilledCost':>24}{'EffectiveCost':>24}"
     )
-    for _, _, name, project, basis, ratio, billed, effective in rows:
+    for _, _, name, project, basis, hours, ratio, billed, effective in rows:
         lines.append(
-            f"{name:<40}{project:<16}{basis:<22}{plain(ratio):>22}{plain(billed):>24}"
-            f"{plain(effective):>24}"
+            f"{name:<24}{project:<16}{basis:<20}{plain(hours):>12}{plain(ratio):>22}"
+            f"{plain(billed):>24}{plain(effective):>24}"
         )
-    total = [sum(row[index] for row in rows) for index in (5, 6, 7)]
-    lines.append(f"{'sum':<78}{plain(total[0]):>22}{plain(total[1]):>24}{plain(total[2]):>24}")
+    total = [sum(row[index] for row in rows) for index in (5, 6, 7, 8)]
+    lines.append(
+        f"{'sum':<60}{plain(total[0]):>12}{plain(total[1]):>22}{plain(total[2]):>24}"
+        f"{plain(total[3]):>24}"
+    )
     return "\n".join(lines) + "\n"
 
 

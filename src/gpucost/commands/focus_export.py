@@ -1,11 +1,13 @@
-"""``gpucost export-focus``: write the allocation as FOCUS 1.3 split cost allocation rows.
+"""``gpucost export-focus``: write the allocation as FOCUS 1.4 split cost allocation rows.
 
     gpucost export-focus --out allocated.csv       CSV, money as exact decimal text (18 places)
     gpucost export-focus --out allocated.parquet   Parquet, money as DECIMAL(38, 18)
 
-Reads ``marts.rpt_focus_allocated_charges`` (one row per fct_cost_allocation row with FOCUS column
-names) and writes it through DuckDB, so money never becomes a float. The rows of each origin charge
-(``x_OriginChargeId``) sum exactly to its BilledCost and EffectiveCost; see docs/focus-export.md.
+Reads ``marts.rpt_focus_allocated_charges`` (one allocated charge per fct_cost_allocation row, with
+every Mandatory FOCUS 1.4 column, the Allocated* columns and the GPU-hours of GPU usage shares) and
+writes it through DuckDB, so money never becomes a float. The rows of each origin charge
+(``x_OriginChargeId``) sum exactly to its BilledCost, EffectiveCost, ListCost, ContractedCost and
+quantities; see docs/focus-export.md.
 """
 
 from __future__ import annotations
@@ -119,14 +121,14 @@ def cmd_export_focus(args: argparse.Namespace) -> int:
     except (ValueError, LookupError) as error:
         print(f"gpucost: {error}", file=sys.stderr)
         return 2
-    print(f"Wrote {rows} FOCUS 1.3 allocated rows to {out}")
+    print(f"Wrote {rows} FOCUS 1.4 allocated rows to {out}")
     return 0
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "export-focus",
-        help="write the allocation as FOCUS 1.3 split cost allocation rows (CSV or Parquet)",
+        help="write the allocation as FOCUS 1.4 split cost allocation rows (CSV or Parquet)",
         description=__doc__.split("\n\n")[0],
     )
     parser.add_argument("--out", required=True, help="FILE.csv or FILE.parquet")

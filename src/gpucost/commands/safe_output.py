@@ -82,8 +82,9 @@ USER_COLUMNS = frozenset({"user_id", "x_userid"})
 """Columns (any case) that hold a user id in the marts and the FOCUS export."""
 SIGNAL_COLUMNS = frozenset({"attribution_signals"})
 """Text columns that name a user as ``user=<id>`` tokens."""
-TAG_COLUMNS = frozenset({"allocatedtags"})
-"""JSON columns of owner tags (the FOCUS export's AllocatedTags) whose user key holds a user id."""
+TAG_COLUMNS = frozenset({"allocatedtags", "tags"})
+"""JSON columns of tags whose user key holds a user id (the FOCUS export's AllocatedTags, and its
+Tags: the origin bill line's tags, which may name the user)."""
 MIN_SECRET_BYTES = 16
 
 
