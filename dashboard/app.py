@@ -643,6 +643,62 @@ def _budgets(con, filters: data.Filters) -> None:
     )
 
 
+def _ratio(value, currency: str | None) -> str:
+    """A unit cost to the cent; a dash when nothing was counted."""
+    return "-" if value is None else data.fmt_money(value, currency)
+
+
+def _inference(con, filters: data.Filters) -> None:
+    st.header("Unit cost of inference")
+    rows = detail.inference_unit_cost(con, filters)
+    if rows is None:
+        st.info(
+            "No inference costs published yet: `fct_inference_unit_cost.parquet` is not in the "
+            "Parquet folder (the mart is built by a newer version of the warehouse)."
+        )
+        return
+    if not rows:
+        st.info("No serving deployment exported token or request counters in this selection.")
+        return
+    for total in detail.inference_totals(rows):
+        currency = total["billing_currency"]
+        if currency is None:
+            continue  # counted, but allocated no cost: their rows are in the table
+        cost, tokens, requests, per_tokens, per_requests = st.columns(5)
+        cost.metric("Inference cost", data.fmt_money(total["cost_cents"], currency))
+        tokens.metric(
+            "Tokens in / out", f"{total['prompt_tokens']:,} / {total['generation_tokens']:,}"
+        )
+        requests.metric("Requests", f"{total['request_count']:,}")
+        per_tokens.metric("Per 1M tokens", _ratio(total["cost_per_million_tokens"], currency))
+        per_requests.metric(
+            "Per 1k requests", _ratio(total["cost_per_thousand_requests"], currency)
+        )
+    shown = [
+        {
+            "deployment": f"{row['cluster_id']}/{row['namespace']}/{row['deployment_name']}",
+            "model": row["model_name"] or "-",
+            "engine": row["engine"],
+            "team": owner_label(row["team_id"]),
+            "cost": data.fmt_money(row["cost_cents"], row["billing_currency"]),
+            "tokens in": f"{row['prompt_tokens']:,}",
+            "tokens out": f"{row['generation_tokens']:,}",
+            "requests": f"{row['request_count']:,}",
+            "per 1M tokens": _ratio(row["cost_per_million_tokens"], row["billing_currency"]),
+            "per 1k requests": _ratio(row["cost_per_thousand_requests"], row["billing_currency"]),
+        }
+        for row in rows
+    ]
+    # st.table: every row on the page as text (the browser test reads the cells)
+    st.table(shown)
+    st.caption(
+        "fct_inference_unit_cost: the GPU node cost allocated to the serving pods (exact; in cents "
+        "by largest remainder, adding up to the month's cent total) and what their engines "
+        "counted. The unit costs divide the month's exact cost by its tokens or requests; a dash "
+        "when nothing was counted. TGI exports no model name."
+    )
+
+
 def _statement(con, filters: data.Filters) -> None:
     st.header("Chargeback statement (cents)")
     rows = data.chargeback_by_team(con, filters)
@@ -694,6 +750,7 @@ def main() -> None:
         _periodic(con, filters)
         _drill_down(con, filters)
         _gpu(con, filters)
+        _inference(con, filters)
         _idle(con, filters)
         _unallocated(con, filters)
         _budgets(con, filters)
