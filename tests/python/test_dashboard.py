@@ -26,7 +26,7 @@ from gpucost.commands import dashboard_data as data
 from gpucost.commands import dashboard_detail as detail
 from gpucost.commands import labels
 from gpucost.commands.publish import publish_marts
-from gpucost.commands.statements import METHOD_LABELS
+from gpucost.commands.statements_labels import METHOD_LABELS
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 BROWSER_DIR = PROJECT_DIR / "tests" / "browser"
