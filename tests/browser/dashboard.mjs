@@ -7,7 +7,7 @@
 //
 // With GPUCOST_UPDATE_SCREENSHOT=1 the screenshot is also copied to docs/img/dashboard.png.
 // Output: {"metrics": [{"label", "value", "delta"}...], "alerts": [...], "headers": [...],
-//          "charts": n, "tables": n, "static_tables": [[[cell...] per row] per st.table],
+//          "charts": n, "tables": n, "inference": [[cell...] per row],
 //          "text": the page's visible text, "drill": {"options": [[...]...],
 //          "metrics": [...]} (with --drill), "screenshot": path, "title": ...}
 
@@ -169,12 +169,11 @@ async function main() {
         headers: [...document.querySelectorAll('h2')].map((header) => text(header)),
         charts: document.querySelectorAll('[data-testid="stVegaLiteChart"]').length,
         tables: document.querySelectorAll('[data-testid="stDataFrame"]').length,
-        // the static tables (st.table: the unit cost of inference), every row's cells as text
-        static_tables: [...document.querySelectorAll('[data-testid="stTable"]')].map((table) =>
-          [...table.querySelectorAll('tr')].map((row) =>
-            [...row.querySelectorAll('th, td')].map((cell) => cell.innerText.trim()),
-          ),
-        ),
+        // the unit cost of inference: its table's rows (the data grid's accessible table; every
+        // row is drawn, the table is tall enough), each row's cells as text
+        inference: [
+          ...document.querySelectorAll('.st-key-inference-unit-cost [data-testid="stDataFrame"] tr'),
+        ].map((row) => [...row.querySelectorAll('th, td')].map((cell) => cell.innerText.trim())),
         exceptions: [...document.querySelectorAll('[data-testid="stException"]')].map((item) =>
           text(item),
         ),
