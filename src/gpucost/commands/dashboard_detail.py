@@ -7,6 +7,8 @@ figure per team. Below a project (users, then workloads) the exact allocation
 (``fct_cost_allocation``) is apportioned to the project's cents by largest remainder
 (:func:`gpucost.commands.dashboard_data.apportion`, through
 :func:`gpucost.core.money.round_to_cents`): each level adds up exactly to the level above it.
+Also the periodic charges, the attribution review queue and the unit cost of inference
+(``fct_inference_unit_cost`` per deployment, model and team: :func:`inference_unit_cost`).
 """
 
 from __future__ import annotations
