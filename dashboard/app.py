@@ -643,6 +643,73 @@ def _budgets(con, filters: data.Filters) -> None:
     )
 
 
+NONE = "n/a"
+INFERENCE_COLUMNS = {
+    "deployment": "deployment",
+    "model": "model",
+    "team": "team",
+    "cost": "cost",
+    "tokens_text": "tokens in / out",
+    "request_count_text": "requests",
+    "cost_per_million_tokens_text": "per 1M tokens",
+    "cost_per_thousand_requests_text": "per 1k requests",
+}
+"""The panel's table (key -> header), narrow enough to show every column at 1440 px (the data
+grid's accessible table, which the browser test reads, holds only the columns in view)."""
+INFERENCE_WIDTHS = {"deployment": 180, "model": 160, "team": 70}
+
+
+def _ratio(value, currency: str | None) -> str:
+    """A unit cost to the cent; n/a when nothing was counted."""
+    return NONE if value is None else data.fmt_money(value, currency)
+
+
+def _inference(con, filters: data.Filters) -> None:
+    st.header("Unit cost of inference")
+    rows = detail.inference_unit_cost(con, filters)
+    if rows is None:
+        st.info(
+            "No inference costs published yet: `fct_inference_unit_cost.parquet` is not in the "
+            "Parquet folder (the mart is built by a newer version of the warehouse)."
+        )
+        return
+    if not rows:
+        st.info("No serving deployment exported token or request counters in this selection.")
+        return
+    for total in detail.inference_totals(rows):
+        currency = total["billing_currency"]
+        if currency is None:
+            continue  # counted, but allocated no cost: their rows are in the table
+        cost, tokens_in, tokens_out = st.columns(3)
+        cost.metric("Inference cost", data.fmt_money(total["cost_cents"], currency))
+        tokens_in.metric("Tokens in", f"{total['prompt_tokens']:,}")
+        tokens_out.metric("Tokens out", f"{total['generation_tokens']:,}")
+        requests, per_tokens, per_requests = st.columns(3)
+        requests.metric("Requests", f"{total['request_count']:,}")
+        per_tokens.metric("Per 1M tokens", _ratio(total["cost_per_million_tokens"], currency))
+        per_requests.metric(
+            "Per 1k requests", _ratio(total["cost_per_thousand_requests"], currency)
+        )
+    for row in rows:
+        row["deployment"] = f"{row['cluster_id']}/{row['namespace']}/{row['deployment_name']}"
+        row["model"] = row["model_name"] or NONE
+        row["team"] = owner_label(row["team_id"])
+        row["cost"] = data.fmt_money(row["cost_cents"], row["billing_currency"])
+        row["tokens_text"] = f"{row['prompt_tokens']:,} / {row['generation_tokens']:,}"
+        row["request_count_text"] = f"{row['request_count']:,}"
+        for key in ("cost_per_million_tokens", "cost_per_thousand_requests"):
+            row[f"{key}_text"] = _ratio(row[key], row["billing_currency"])
+    # every row shown (the browser test reads the cells), as plain text
+    with st.container(key="inference-unit-cost"):
+        widgets.table(rows, INFERENCE_COLUMNS, whole=True, widths=INFERENCE_WIDTHS)
+    st.caption(
+        "fct_inference_unit_cost: the GPU node cost allocated to the serving pods (exact; in cents "
+        "by largest remainder, adding up to the month's cent total) and what their engines "
+        "counted. The unit costs divide the month's exact cost by its tokens or requests; n/a "
+        "when nothing was counted. TGI exports no model name."
+    )
+
+
 def _statement(con, filters: data.Filters) -> None:
     st.header("Chargeback statement (cents)")
     rows = data.chargeback_by_team(con, filters)
@@ -694,6 +761,7 @@ def main() -> None:
         _periodic(con, filters)
         _drill_down(con, filters)
         _gpu(con, filters)
+        _inference(con, filters)
         _idle(con, filters)
         _unallocated(con, filters)
         _budgets(con, filters)

@@ -39,11 +39,11 @@ def table(
     money: tuple[str, ...] = (),
     *,
     whole: bool = False,
-    widths: dict[str, str] | None = None,
+    widths: dict[str, str | int] | None = None,
 ) -> None:
     """A table with the given columns (key -> header); money formatted from Decimal. ``whole``:
     tall enough to show every row without scrolling; ``widths``: header -> small / medium /
-    large, for columns that would otherwise take their longest value's width."""
+    large or pixels, for columns that would otherwise take their longest value's width."""
     shown = [
         {
             header: (

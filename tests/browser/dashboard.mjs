@@ -7,7 +7,8 @@
 //
 // With GPUCOST_UPDATE_SCREENSHOT=1 the screenshot is also copied to docs/img/dashboard.png.
 // Output: {"metrics": [{"label", "value", "delta"}...], "alerts": [...], "headers": [...],
-//          "charts": n, "tables": n, "text": the page's visible text, "drill": {"options": [[...]...],
+//          "charts": n, "tables": n, "inference": [[cell...] per row],
+//          "text": the page's visible text, "drill": {"options": [[...]...],
 //          "metrics": [...]} (with --drill), "screenshot": path, "title": ...}
 
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -53,6 +54,7 @@ const SECTIONS = [
   'Monthly charges',
   'Drill-down: team, project, user, workload',
   'GPU cost: utilised vs wasted',
+  'Unit cost of inference',
   'Idle capacity of GPU nodes and who carries it',
   'Unallocated money',
   'Budget burn',
@@ -167,6 +169,11 @@ async function main() {
         headers: [...document.querySelectorAll('h2')].map((header) => text(header)),
         charts: document.querySelectorAll('[data-testid="stVegaLiteChart"]').length,
         tables: document.querySelectorAll('[data-testid="stDataFrame"]').length,
+        // the unit cost of inference: its table's rows (the data grid's accessible table; every
+        // row is drawn, the table is tall enough), each row's cells as text
+        inference: [
+          ...document.querySelectorAll('.st-key-inference-unit-cost [data-testid="stDataFrame"] tr'),
+        ].map((row) => [...row.querySelectorAll('th, td')].map((cell) => cell.innerText.trim())),
         exceptions: [...document.querySelectorAll('[data-testid="stException"]')].map((item) =>
           text(item),
         ),

@@ -16,7 +16,7 @@ import sys
 import time
 import urllib.request
 from datetime import date, timedelta
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, localcontext
 from pathlib import Path
 
 import duckdb
@@ -26,7 +26,7 @@ from gpucost.commands import dashboard_data as data
 from gpucost.commands import dashboard_detail as detail
 from gpucost.commands import labels
 from gpucost.commands.publish import publish_marts
-from gpucost.commands.statements import METHOD_LABELS
+from gpucost.commands.statements_labels import METHOD_LABELS
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 BROWSER_DIR = PROJECT_DIR / "tests" / "browser"
@@ -494,6 +494,116 @@ def test_missing_parquet_is_a_clear_error(published, tmp_path):
         data.load(partial)
 
 
+# --- the unit cost of inference -----------------------------------------------------------------
+
+INFERENCE_KEY = ("cluster_id", "namespace", "deployment_name", "model_name", "engine", "team_id")
+
+
+def _per(cost: Decimal, count: int, per: int) -> Decimal | None:
+    """cost x per / count, truncated toward zero at 1e-18, in Decimal arithmetic (80 digits)."""
+    if not count:
+        return None
+    with localcontext() as context:
+        context.prec = 80
+        return (Decimal(cost) * per / count).quantize(Decimal("1e-18"), rounding=ROUND_DOWN)
+
+
+def _inference_from_marts(warehouse, month: date, team: str | None = None) -> dict:
+    """The panel's rows computed here from marts.fct_inference_unit_cost: key -> exact cost,
+    tokens in, tokens out, requests, per 1M tokens, per 1k requests."""
+    where = f"date_trunc('month', usage_date) = '{month}'"
+    if team is not None:
+        where += f" and team_id = '{team}'"
+    rows = warehouse.sql(
+        f"select billing_currency, {', '.join(INFERENCE_KEY)}, sum(effective_cost), "
+        "sum(prompt_tokens), sum(generation_tokens), sum(request_count) "
+        f"from marts.fct_inference_unit_cost where {where} group by all"
+    )
+    out = {}
+    for currency, *key, cost, tokens_in, tokens_out, requests in rows:
+        out[(currency, *key)] = {
+            "effective_cost": cost,
+            "prompt_tokens": tokens_in,
+            "generation_tokens": tokens_out,
+            "request_count": requests,
+            "cost_per_million_tokens": _per(cost, tokens_in + tokens_out, 1_000_000),
+            "cost_per_thousand_requests": _per(cost, requests, 1_000),
+        }
+    return out
+
+
+def test_unit_cost_is_the_marts_ratio_rule(generated_warehouse):
+    """detail.unit_cost gives every day of the mart the mart's own two ratios, to 1e-18."""
+    rows = generated_warehouse.sql(
+        "select effective_cost, total_tokens, request_count, cost_per_million_tokens, "
+        "cost_per_thousand_requests from marts.fct_inference_unit_cost"
+    )
+    assert rows and any(per_tokens is not None for *_, per_tokens, _ in rows)
+    for cost, tokens, requests, per_tokens, per_requests in rows:
+        assert detail.unit_cost(cost, tokens, 1_000_000) == per_tokens
+        assert detail.unit_cost(cost, requests, 1_000) == per_requests
+        assert per_tokens == _per(cost, tokens, 1_000_000)
+    assert detail.unit_cost(Decimal("-1"), 3, 1) == Decimal("-0.333333333333333333")
+    assert detail.unit_cost(Decimal("5"), 0, 1000) is None
+
+
+@pytest.mark.parametrize("by_team", [False, True])
+def test_inference_panel_equals_the_mart(generated_warehouse, con, month, by_team):
+    team = None
+    if by_team:
+        [(team,)] = generated_warehouse.sql(
+            "select team_id from marts.fct_inference_unit_cost where billing_currency is not null "
+            "group by 1 order by sum(effective_cost) desc limit 1"
+        )
+    rows = detail.inference_unit_cost(con, data.Filters(month=month, team=team))
+    expected = _inference_from_marts(generated_warehouse, month, team)
+    assert rows and len(rows) == len(expected)
+    assert not by_team or {row["team_id"] for row in rows} == {team}
+    for row in rows:
+        key = (row["billing_currency"], *(row[column] for column in INFERENCE_KEY))
+        assert {name: row[name] for name in expected[key]} == expected[key], key
+        assert abs(row["cost_cents"] - row["effective_cost"]) < Decimal("0.01")
+    # per currency: the exact cost is the mart's, the cents add up to its cent total
+    totals = detail.inference_totals(rows)
+    by_currency = generated_warehouse.sql(
+        "select billing_currency, coalesce(sum(effective_cost), 0), sum(total_tokens), "
+        "sum(request_count) from marts.fct_inference_unit_cost "
+        f"where date_trunc('month', usage_date) = '{month}'"
+        + (f" and team_id = '{team}'" if team else "")
+        + " group by 1"
+    )
+    assert {
+        total["billing_currency"]: (
+            total["effective_cost"],
+            total["total_tokens"],
+            total["request_count"],
+        )
+        for total in totals
+    } == {currency: (cost, tokens, requests) for currency, cost, tokens, requests in by_currency}
+    for total in totals:
+        assert total["cost_cents"] == _cents(total["effective_cost"])
+        assert total["cost_cents"] == sum(
+            (
+                row["cost_cents"]
+                for row in rows
+                if row["billing_currency"] == total["billing_currency"]
+            ),
+            Decimal(0),
+        )
+        assert total["cost_per_million_tokens"] == _per(
+            total["effective_cost"], total["total_tokens"], 1_000_000
+        )
+    assert any(total["billing_currency"] and total["effective_cost"] > 0 for total in totals)
+
+
+def test_inference_panel_noted_when_the_mart_is_not_published(published, tmp_path):
+    without = tmp_path / "without_inference"
+    shutil.copytree(published, without)
+    (without / "fct_inference_unit_cost.parquet").unlink()
+    with data.load(without) as connection:
+        assert detail.inference_unit_cost(connection, data.Filters()) is None
+
+
 # --- the page's filters, in process (streamlit.testing) ----------------------------------------
 
 
@@ -754,6 +864,7 @@ def test_dashboard_in_headless_chromium_shows_the_marts_to_the_cent(
         "Drill-down",
         "Budget burn",
         "Unallocated money",
+        "Unit cost of inference",
     ):
         assert any(h.startswith(header) for h in page["headers"]), header
 
@@ -787,3 +898,60 @@ def test_dashboard_in_headless_chromium_shows_the_marts_to_the_cent(
     assert shown["Workload confidence"] == f"{drill['confidence']:.2f}"
     cost = Decimal(shown["Workload cost"].removesuffix(" USD").replace(",", ""))
     assert abs(cost - drill["exact"]) < Decimal("0.10")
+
+    # the unit cost of inference: every row of the panel and its totals, from the mart
+    _assert_inference_panel(generated_warehouse, month, page)
+
+
+def _assert_inference_panel(warehouse, month: date, page: dict) -> None:
+    """The panel's table (every cell as the page shows it) and its per-currency metrics equal
+    marts.fct_inference_unit_cost's month, computed here; the cents by largest remainder."""
+    from gpucost.commands.labels import owner_label
+    from gpucost.core.money import round_to_cents, to_units
+
+    expected = _inference_from_marts(warehouse, month)
+    header, *cells = page["inference"]
+    # every column in view: the data grid's accessible table holds only those
+    figures = ["cost", "tokens in / out", "requests", "per 1M tokens", "per 1k requests"]
+    assert ["deployment", "model", "team", *figures] == header
+    shown = [dict(zip(header, row, strict=True)) for row in cells]
+    assert len(shown) == len(expected) > 0
+
+    def money(value, currency):
+        return "n/a" if value is None else data.fmt_money(value, currency)
+
+    wanted = []
+    for currency in {key[0] for key in expected}:
+        keys = [key for key in expected if key[0] == currency]
+        cents = round_to_cents({key: to_units(expected[key]["effective_cost"]) for key in keys})
+        for key in keys:
+            _, cluster, namespace, deployment, model, _, team = key
+            row = expected[key]
+            item = {
+                "deployment": f"{cluster}/{namespace}/{deployment}",
+                "model": model or "n/a",
+                "team": owner_label(team),
+                "cost": data.fmt_money(Decimal(cents[key]) / 100, currency),
+                "tokens in / out": f"{row['prompt_tokens']:,} / {row['generation_tokens']:,}",
+                "requests": f"{row['request_count']:,}",
+                "per 1M tokens": money(row["cost_per_million_tokens"], currency),
+                "per 1k requests": money(row["cost_per_thousand_requests"], currency),
+            }
+            wanted.append(item)
+    assert sorted(shown, key=str) == sorted(wanted, key=str)
+
+    metrics = page["metrics"]
+    for currency, cost, tokens_in, tokens_out, requests in warehouse.sql(
+        "select billing_currency, sum(effective_cost), sum(prompt_tokens), "
+        "sum(generation_tokens), sum(request_count) from marts.fct_inference_unit_cost "
+        f"where date_trunc('month', usage_date) = '{month}' and billing_currency is not null "
+        "group by 1"
+    ):
+        assert _metric(metrics, "Inference cost")[1:] == (_cents(cost), currency)
+        assert _metric_text(metrics, "Tokens in")["value"] == f"{tokens_in:,}"
+        assert _metric_text(metrics, "Tokens out")["value"] == f"{tokens_out:,}"
+        assert _metric_text(metrics, "Requests")["value"] == f"{requests:,}"
+        per_tokens = _per(cost, tokens_in + tokens_out, 1_000_000)
+        assert _metric(metrics, "Per 1M tokens")[1:] == (_cents(per_tokens), currency)
+        per_requests = _per(cost, requests, 1_000)
+        assert _metric(metrics, "Per 1k requests")[1:] == (_cents(per_requests), currency)

@@ -406,8 +406,10 @@ def test_dbt_docs_generate_documents_every_mart_column(generated_warehouse: Ware
         "fct_cost_allocation",
         "fct_chargeback_monthly",
         "fct_gpu_usage",
+        "fct_inference_unit_cost",
         "rpt_reconciliation",
         "rpt_budget_status",
+        "rpt_attribution_review",
         "dim_teams",
         "dim_projects",
     }

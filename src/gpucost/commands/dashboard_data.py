@@ -41,7 +41,12 @@ REQUIRED_TABLES = (
     "rpt_reconciliation",
     "dim_teams",
 )
-OPTIONAL_TABLES = ("dim_projects", "rpt_budget_status", "rpt_attribution_review")
+OPTIONAL_TABLES = (
+    "dim_projects",
+    "rpt_budget_status",
+    "rpt_attribution_review",
+    "fct_inference_unit_cost",
+)
 
 NO_CLUSTER = "(no cluster)"
 """Cluster filter value for bill lines not matched to a GPU node (storage, network, tax...)."""

@@ -7,12 +7,15 @@ figure per team. Below a project (users, then workloads) the exact allocation
 (``fct_cost_allocation``) is apportioned to the project's cents by largest remainder
 (:func:`gpucost.commands.dashboard_data.apportion`, through
 :func:`gpucost.core.money.round_to_cents`): each level adds up exactly to the level above it.
+Also the periodic charges, the attribution review queue and the unit cost of inference
+(``fct_inference_unit_cost`` per deployment, model and team: :func:`inference_unit_cost`).
 """
 
 from __future__ import annotations
 
 from datetime import date
 from decimal import Decimal
+from itertools import groupby
 
 import duckdb
 
@@ -27,6 +30,7 @@ from gpucost.commands.dashboard_data import (
     has_table,
 )
 from gpucost.commands.labels import reason_label
+from gpucost.core.money import from_units, round_to_cents, to_units
 
 MODEL_PLACED_METHODS = ("model", "rule")
 """Attribution methods whose owner was inferred (the learned model, a declarative rule) rather
@@ -410,3 +414,110 @@ def review_queue(
     for row in rows:
         row["reason"] = reason_label(row["unattributed_reason"])
     return rows
+
+
+# --- the unit cost of inference ---------------------------------------------------------------
+
+TOKENS_PER_RATIO = 1_000_000
+REQUESTS_PER_RATIO = 1_000
+
+
+def unit_cost(cost: Decimal, count: int | None, per: int) -> Decimal | None:
+    """``cost`` x ``per`` / ``count`` on the exact cost's integer 1e-18 units, truncated at 1e-18
+    (toward zero), as ``fct_inference_unit_cost`` computes its ``cost_per_million_tokens`` and
+    ``cost_per_thousand_requests``; None when nothing was counted."""
+    if not count:
+        return None
+    units = to_units(cost) * per
+    quotient = abs(units) // count
+    return from_units(quotient if units >= 0 else -quotient)
+
+
+def inference_unit_cost(con: duckdb.DuckDBPyConnection, filters: Filters) -> list[dict] | None:
+    """The unit cost of inference of the selection per deployment, model, team and currency
+    (``fct_inference_unit_cost``'s days added up), or None when that mart was not published.
+
+    The month filter applies to the usage day's month, the cluster and team filters to the row's.
+    ``effective_cost`` is exact; ``cost_cents`` is it in cents by largest remainder within each
+    currency (:func:`gpucost.core.money.round_to_cents`), adding up to the currency's total rounded
+    to the cent. A row counted with no cost has no currency and costs 0. The ratios are computed
+    from the exact cost summed over the month, as the mart computes them per day
+    (:func:`unit_cost`): a ratio of the month is not a sum of the days' ratios."""
+    if not has_table(con, "fct_inference_unit_cost"):
+        return None
+    where, params = _where(filters, month="date_trunc('month', usage_date)")
+    rows = _rows(
+        con,
+        f"""
+        select
+            billing_currency,
+            cluster_id,
+            namespace,
+            deployment_name,
+            model_name,
+            engine,
+            team_id,
+            count(distinct usage_date) as day_count,
+            sum(pod_count) as pod_days,
+            sum(prompt_tokens) as prompt_tokens,
+            sum(generation_tokens) as generation_tokens,
+            sum(total_tokens) as total_tokens,
+            sum(request_count) as request_count,
+            sum(effective_cost) as effective_cost,
+        from fct_inference_unit_cost
+        {where}
+        group by all
+        order by billing_currency nulls last, effective_cost desc, cluster_id, namespace,
+            deployment_name, model_name nulls first, team_id
+        """,
+        params,
+    )
+    for _, group in groupby(rows, key=lambda row: row["billing_currency"]):
+        members = list(group)
+        cents_of = round_to_cents(
+            {index: to_units(row["effective_cost"] or 0) for index, row in enumerate(members)}
+        )
+        for index, row in enumerate(members):
+            row["effective_cost"] = row["effective_cost"] or Decimal(0)
+            row["cost_cents"] = (Decimal(cents_of[index]) / 100).quantize(Decimal("0.01"))
+    for row in rows:
+        _add_ratios(row)
+    return rows
+
+
+def inference_totals(rows: list[dict]) -> list[dict]:
+    """Per currency (rows with no cost last, currency None): the rows of
+    :func:`inference_unit_cost` added up, with the ratios of the exact total."""
+    totals: dict[str | None, dict] = {}
+    for row in rows:
+        total = totals.setdefault(
+            row["billing_currency"],
+            {
+                "billing_currency": row["billing_currency"],
+                "row_count": 0,
+                "prompt_tokens": 0,
+                "generation_tokens": 0,
+                "total_tokens": 0,
+                "request_count": 0,
+                "effective_cost": Decimal(0),
+                "cost_cents": Decimal("0.00"),
+            },
+        )
+        total["row_count"] += 1
+        for key in ("prompt_tokens", "generation_tokens", "total_tokens", "request_count"):
+            total[key] += row[key] or 0
+        total["effective_cost"] += row["effective_cost"]
+        total["cost_cents"] += row["cost_cents"]
+    out = list(totals.values())
+    for total in out:
+        _add_ratios(total)
+    return out
+
+
+def _add_ratios(row: dict) -> None:
+    row["cost_per_million_tokens"] = unit_cost(
+        row["effective_cost"], row["total_tokens"], TOKENS_PER_RATIO
+    )
+    row["cost_per_thousand_requests"] = unit_cost(
+        row["effective_cost"], row["request_count"], REQUESTS_PER_RATIO
+    )
