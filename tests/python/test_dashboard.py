@@ -733,8 +733,27 @@ def _drill_path(warehouse, month: date) -> dict:
         "group by 1 having count(distinct allocation.attribution_method) = 1 "
         "order by 4 desc, 1 limit 1"
     )
+    # the workload's cents as the page shows them: the project's statement cents apportioned over
+    # its users' exact amounts, then the user's cents over the user's workloads (largest remainder)
+    scope = (
+        f"from marts.fct_cost_allocation where billing_period_start = '{month}' "
+        f"and team_id = '{team}' and project_id = '{project}'"
+    )
+    users = dict(
+        warehouse.sql(
+            f"select coalesce(user_id, '{data.NO_USER}'), sum(billed_cost) {scope} group by 1"
+        )
+    )
+    workloads = dict(
+        warehouse.sql(
+            f"select coalesce(workload_id, '{detail.NO_WORKLOAD}'), sum(billed_cost) {scope} "
+            f"and user_id = '{user}' group by 1"
+        )
+    )
+    cents = data.apportion(workloads, data.apportion(users, project_cost)[user])[workload]
     return {
         "path": [team, project, user, workload],
+        "cents": cents,
         "team_cost": team_cost,
         "project_cost": project_cost,
         "method": method,
@@ -764,7 +783,7 @@ def test_page_drills_down_to_a_workload(generated_warehouse, published, month, m
     assert metrics["Workload method"] == METHOD_LABELS[expected["method"]]
     assert metrics["Workload confidence"] == f"{expected['confidence']:.2f}"
     cost = Decimal(metrics["Workload cost"].removesuffix(" USD").replace(",", ""))
-    assert abs(cost - expected["exact"]) < Decimal("0.10")
+    assert cost == expected["cents"] and abs(cost - expected["exact"]) < Decimal("0.10")
 
 
 def test_dashboard_in_headless_chromium_shows_the_marts_to_the_cent(
@@ -897,7 +916,7 @@ def test_dashboard_in_headless_chromium_shows_the_marts_to_the_cent(
     assert shown["Workload method"] == METHOD_LABELS[drill["method"]]
     assert shown["Workload confidence"] == f"{drill['confidence']:.2f}"
     cost = Decimal(shown["Workload cost"].removesuffix(" USD").replace(",", ""))
-    assert abs(cost - drill["exact"]) < Decimal("0.10")
+    assert cost == drill["cents"] and abs(cost - drill["exact"]) < Decimal("0.10")
 
     # the unit cost of inference: every row of the panel and its totals, from the mart
     _assert_inference_panel(generated_warehouse, month, page)
