@@ -302,6 +302,7 @@ def test_nothing_landed_is_ignored_silently(built):
     used = warehouse.sql(
         "select source_file from staging.base_dcgm__series where sample_count > 0"
         " union select source_file from staging.base_kube__series where sample_count > 0"
+        " union select source_file from staging.base_serving__series where sample_count > 0"
         " union select source_file from staging.stg_slurm__job_records where quarantine_reason is null"
         " union select source_file from marts.rpt_quarantine"
     )
