@@ -8,8 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-import duckdb
 import narwhals as nw
+import polars as pl
 import pytest
 
 from tests.python.landing_zones import (  # noqa: F401 (the suites import these from here too)
@@ -100,13 +100,12 @@ def spark():
     session.stop()
 
 
-@pytest.fixture(params=["duckdb", "pyspark"])
+@pytest.fixture(params=["polars", "pyspark"])
 def engine(request):
-    """Turns a pyarrow table into a narwhals LazyFrame on the engine under test."""
-    if request.param == "duckdb":
-        con = duckdb.connect()
-        yield lambda table: nw.from_native(con.from_arrow(table))
-        con.close()
+    """Turns a pyarrow table into a narwhals LazyFrame on the engine under test: Polars (the core's
+    engine under dbt-duckdb, gpucost.engines.lazy_io) or PySpark (dbt-spark / Databricks)."""
+    if request.param == "polars":
+        yield lambda table: nw.from_native(pl.from_arrow(table).lazy())
     else:
         session = request.getfixturevalue("spark")
         yield lambda table: nw.from_native(session.createDataFrame(table))

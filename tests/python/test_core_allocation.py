@@ -1,5 +1,5 @@
-"""The production allocation core (gpucost.core: gpu_time, idle, storage, node_parts) on DuckDB
-and on local PySpark, compared exactly (Decimal money, same rows, same tie-breaks) with the
+"""The production allocation core (gpucost.core: gpu_time, idle, storage, node_parts) on Polars
+(its engine under dbt-duckdb) and on local PySpark, compared exactly (Decimal money, same rows, same tie-breaks) with the
 reference row core (tests/python/reference), whose golden fixtures and hypothesis properties are
 in test_allocation.py, test_storage.py and test_node_parts.py.
 
@@ -15,8 +15,8 @@ import random
 from collections import defaultdict
 from decimal import Decimal
 
-import duckdb
 import narwhals as nw
+import polars as pl
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -132,13 +132,13 @@ def _assert_no_telemetry(rows: list[dict]) -> None:
     assert rows[0]["allocation_ratio"] == D(1)
 
 
-# These two run on DuckDB here and on PySpark inside test_prorate_equals_row_core (one plan, not three).
-@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
+# These two run on Polars here and on PySpark inside test_prorate_equals_row_core (one plan, not three).
+@pytest.mark.parametrize("engine", ["polars"], indirect=True)
 def test_prorate_golden_node_hour(engine):
     _assert_golden(_prorate(engine, [GOLDEN_LINE], GOLDEN_USAGES, "requested"))
 
 
-@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
+@pytest.mark.parametrize("engine", ["polars"], indirect=True)
 def test_prorate_line_without_telemetry_is_one_unallocated_row(engine):
     _assert_no_telemetry(_prorate(engine, [NO_TELEMETRY_LINE], [], "requested"))
 
@@ -181,12 +181,12 @@ def _random_fleet(seed: int):
     return lines, usages
 
 
-# Every basis on DuckDB. On PySpark the proration runs in test_split_at_the_exact_bound_equals_reference
+# Every basis on Polars. On PySpark the proration runs in test_split_at_the_exact_bound_equals_reference
 # (requested basis, utilised cost) and the compute parts' idle in test_spread_idle_equals_reference:
 # this fleet's plan (complexity weighting: two more splits) took 66 s there at load 5, 512 s at 20.
 @pytest.mark.parametrize(
     ("engine", "basis"),
-    [("duckdb", "requested"), ("duckdb", "used"), ("duckdb", "max")],
+    [("polars", "requested"), ("polars", "used"), ("polars", "max")],
     indirect=["engine"],
 )
 @pytest.mark.parametrize("seed", [1])
@@ -218,21 +218,22 @@ def test_prorate_equals_reference(engine, seed, basis):
 CAP = D("9e18")  # the core's amounts stay below 2**63 whole units
 
 
-@settings(max_examples=5, deadline=None)  # a DuckDB plan per example: 3-27 s each (load)
+@settings(max_examples=5, deadline=None)  # a plan per example
 @given(node_lines_and_usages(), st.sampled_from(["requested", "used", "max"]))
 def test_prorate_equals_reference_for_any_lines(data, basis):
     """Hypothesis: any lines (credits, 18 decimals, up to 9e18) and usages, the same rows as the
-    reference to the 1e-18 unit, on DuckDB."""
+    reference to the 1e-18 unit, on Polars."""
     lines, usages = data
     lines = [
         line | {m: max(min(line[m], CAP), -CAP) for m in ("billed_cost", "effective_cost")}
         for line in lines
     ]
-    con = duckdb.connect()
     got = sorted(
         (
             {f: r[f] for f in PRORATE_FIELDS}
-            for r in _prorate(lambda t: nw.from_native(con.from_arrow(t)), lines, usages, basis)
+            for r in _prorate(
+                lambda t: nw.from_native(pl.from_arrow(t).lazy()), lines, usages, basis
+            )
         ),
         key=_key,
     )
@@ -331,14 +332,14 @@ def _random_idle(seed: int):
     return idle_rows, weights
 
 
-# every policy on DuckDB; on PySpark the even policy only (two stacked splits, the heaviest plan)
+# every policy on Polars; on PySpark the even policy only (two stacked splits, the heaviest plan)
 @pytest.mark.parametrize(
     ("engine", "policy"),
     [
-        ("duckdb", "proportional"),
-        ("duckdb", "even"),
-        ("duckdb", "platform"),
-        ("duckdb", "visible"),
+        ("polars", "proportional"),
+        ("polars", "even"),
+        ("polars", "platform"),
+        ("polars", "visible"),
         ("pyspark", "even"),
     ],
     indirect=["engine"],
@@ -405,7 +406,7 @@ def test_split_at_the_exact_bound_equals_reference(engine):
     assert any(r["allocation_kind"] == "idle" for r in got)  # edge0: two milliseconds idle
 
 
-@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
+@pytest.mark.parametrize("engine", ["polars"], indirect=True)
 def test_split_beyond_the_exact_bound_fails_clearly(engine):
     line = {
         "charge_id": "big",
@@ -472,7 +473,7 @@ def random_volume_fleet(seed: int, count: int) -> tuple[list[dict], list[dict]]:
     return lines, mounts
 
 
-@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)  # PySpark: test_engine_io
+@pytest.mark.parametrize("engine", ["polars"], indirect=True)  # PySpark: test_engine_io
 def test_volume_lines_equal_reference(engine):
     # golden: 9.00 held 2 h by a and 1 h by b; a disk whose claim no pod held
     lines = [
@@ -607,10 +608,10 @@ COMPUTE_FIELDS = (
 @pytest.mark.parametrize(
     ("engine", "policy"),
     [
-        ("duckdb", "proportional"),
-        ("duckdb", "even"),
-        ("duckdb", "platform"),
-        ("duckdb", "visible"),
+        ("polars", "proportional"),
+        ("polars", "even"),
+        ("polars", "platform"),
+        ("polars", "visible"),
     ],
     indirect=["engine"],
 )

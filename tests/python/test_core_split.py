@@ -1,4 +1,4 @@
-"""The one exact split of the production core (gpucost.core.split.split_lines, narwhals on DuckDB)
+"""The one exact split of the production core (gpucost.core.split.split_lines, narwhals on Polars, its engine under dbt-duckdb)
 against the reference's (tests.python.reference.allocation.split_exact, Python integers), by
 hypothesis: equal to the 1e-18 unit for any amounts (credits, 18 decimals, up to 9.2e18) and
 weights, hence conserving, sign-keeping, within one unit of proportional and order-free as the
@@ -6,8 +6,8 @@ reference is (tests/python/test_money.py proves those of the reference)."""
 
 from __future__ import annotations
 
-import duckdb
 import narwhals as nw
+import polars as pl
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,7 +31,6 @@ WEIGHTS = st.dictionaries(
 @settings(max_examples=15, deadline=None)
 @given(st.lists(st.tuples(AMOUNT_UNITS, AMOUNT_UNITS, WEIGHTS), min_size=1, max_size=6))
 def test_split_lines_equals_the_reference_split(lines):
-    con = duckdb.connect()
     money = {"charge_id": [], "a_whole": [], "a_frac": [], "b_whole": [], "b_frac": []}
     weights = {"charge_id": [], "key": [], "weight": [], "_tie": []}
     for i, (a, b, shares) in enumerate(lines):
@@ -46,8 +45,8 @@ def test_split_lines_equals_the_reference_split(lines):
             weights["weight"].append(weight)
             weights["_tie"].append(repr(key))  # the reference's tie-break
     split = split_lines(
-        nw.from_native(con.from_arrow(pa.table(money))),
-        nw.from_native(con.from_arrow(pa.table(weights))),
+        nw.from_native(pl.from_arrow(pa.table(money)).lazy()),
+        nw.from_native(pl.from_arrow(pa.table(weights)).lazy()),
         line_key="charge_id",
         tie_key="_tie",
         money=("a", "b"),

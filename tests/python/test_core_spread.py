@@ -1,10 +1,10 @@
 """Reservations, shared lines and shared workloads of the production core (gpucost.core.idle,
-gpucost.core.shared) on DuckDB and on local PySpark, compared exactly with the reference row core
+gpucost.core.shared) on Polars (their engine under dbt-duckdb) and on local PySpark, compared exactly with the reference row core
 (tests/python/reference; its golden fixtures: test_allocation.py, test_reservations.py).
 
 Each core runs one hand-made set of edge cases together with a seeded random case, compared exactly
 (Decimal money, same rows, same tie-breaks), on both engines; the composition the idle model runs,
-the bound and the error cases on DuckDB only (a PySpark plan costs 10-20 s of plan building over
+the bound and the error cases on Polars only (a PySpark plan costs 10-20 s of plan building over
 py4j whatever the data). Set GPUCOST_REQUIRE_SPARK=1 (scripts/test.sh does) to fail rather than
 skip without pyspark.
 """
@@ -230,7 +230,7 @@ IDLE_SPREAD_FIELDS = (
 
 
 # The model's composition (claim, then idle.spread_idle, tested on PySpark in test_core_allocation).
-@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
+@pytest.mark.parametrize("engine", ["polars"], indirect=True)
 @pytest.mark.parametrize("policy", ["proportional", "even", "visible"])
 def test_spread_idle_with_reservations_equals_reference(engine, policy):
     idle_rows, claims = _random_claims(23)
@@ -351,7 +351,7 @@ def _spread_shared_on(engine, lines, weights):
     return collect(frame, MONEY)
 
 
-@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)  # its split and scope as idle's
+@pytest.mark.parametrize("engine", ["polars"], indirect=True)  # its split and scope as idle's
 def test_spread_shared_equals_reference(engine):
     edges, edge_weights = _shared_edges()
     rand, rand_weights = _random_shared(29)
@@ -580,7 +580,7 @@ def test_weight_units_equal_reference(engine):
     assert expected[2:8] == [0, 0, 1, 0, 0, 600_000]
 
 
-@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
+@pytest.mark.parametrize("engine", ["polars"], indirect=True)
 def test_weightless_shared_workload_fails_in_both_cores(engine):
     rows = [_placed("c1", "w")]
     shares = [_share("w", "nlp", "rag-search", "0.0000009"), _share("w", "nlp", "x", "-1")]
@@ -590,7 +590,7 @@ def test_weightless_shared_workload_fails_in_both_cores(engine):
         _split_workloads_on(engine, rows, shares)
 
 
-@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
+@pytest.mark.parametrize("engine", ["polars"], indirect=True)
 def test_a_scope_beyond_the_exact_bound_fails_clearly(engine):
     lines = [_line("big", "1", ["s"])]
     weights = [
@@ -611,7 +611,7 @@ def test_a_scope_beyond_the_exact_bound_fails_clearly(engine):
     assert reference.spread_shared(lines, weights)[0]["billed_cost"] == D(1)
 
 
-@pytest.mark.parametrize("engine", ["duckdb"], indirect=True)
+@pytest.mark.parametrize("engine", ["polars"], indirect=True)
 def test_claim_at_the_scope_bound_equals_reference_and_beyond_it_fails(engine):
     """At MAX_SCOPE_IDLE_MS of idle in one scope the row-by-row claimed part is still exact (the
     largest amounts, a claim that is not a round fraction); one millisecond more raises

@@ -299,6 +299,8 @@ def checkpoint(frame: nw.LazyFrame) -> nw.LazyFrame:
     executors, lineage truncated). Other backends pass through unchanged.
     """
     native = frame.to_native()
+    if type(native).__module__.startswith("polars"):  # polars.LazyFrame
+        return nw.from_native(native.collect().lazy())
     if hasattr(native, "materialize"):  # duckdb.DuckDBPyRelation
         return nw.from_native(native.materialize())
     if hasattr(native, "localCheckpoint"):  # pyspark.sql.DataFrame

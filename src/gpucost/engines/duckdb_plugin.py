@@ -1,7 +1,5 @@
 """dbt-duckdb plugin (profiles.yml ``plugins: [{module: gpucost.engines.duckdb_plugin}]``):
-registers
-the Python
-functions the telemetry readers call in SQL (``macros/landing.sql``).
+registers the Python functions the telemetry readers call in SQL (``macros/landing.sql``).
 
 - ``gpucost_prometheus_text(content VARCHAR, filename VARCHAR, modified_epoch DOUBLE) ->
 VARCHAR``: an
@@ -10,10 +8,16 @@ VARCHAR``: an
 - ``gpucost_outside_landing(path VARCHAR, landing_dir VARCHAR) -> BOOLEAN``: the landed path is a
   symlink (or under one) whose target is outside the landing zone
   (gpucost.validation.landing_links).
+
+It also imports Polars, the allocation core's engine under dbt-duckdb (gpucost.engines.lazy_io),
+once on the main thread: dbt runs Python models on several threads, and scikit-learn reads
+``sys.modules["polars"]``, so a first import on one thread raced the attribution model on another
+("partially initialized module 'polars'").
 """
 
 from __future__ import annotations
 
+import polars  # noqa: F401 (imported once, on the main thread: see above)
 from dbt.adapters.duckdb.plugins import BasePlugin
 from duckdb import DuckDBPyConnection
 from duckdb.sqltypes import BLOB, BOOLEAN, DOUBLE, VARCHAR

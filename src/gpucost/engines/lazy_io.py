@@ -23,6 +23,7 @@ from typing import Any
 
 import duckdb
 import narwhals as nw
+import polars as pl
 import pyarrow as pa
 
 from gpucost.core.split import WeightBoundError
@@ -63,6 +64,15 @@ def allocate(
 
 def _is_duckdb(native: Any) -> bool:
     return isinstance(native, duckdb.DuckDBPyRelation)
+
+
+def _is_polars(native: Any) -> bool:
+    return isinstance(native, pl.LazyFrame)
+
+
+def _to_polars(relation: duckdb.DuckDBPyRelation) -> nw.LazyFrame:
+    """A DuckDB relation's rows as a Polars LazyFrame for the core (the DuckDB target's engine)."""
+    return nw.from_native(pl.from_arrow(relation.to_arrow_table()).lazy())
 
 
 def quote(name: str) -> str:
@@ -129,7 +139,7 @@ def to_lazy(native: Any, money: Sequence[str] = ()) -> nw.LazyFrame:
                 ]
             else:
                 select.append(quote(name))
-        return nw.from_native(native.project(", ".join(select)))
+        return _to_polars(native.project(", ".join(select)))
     from pyspark.sql import functions as F
 
     parts = {name: _spark_money_parts(F.col(name)) for name in money}
@@ -163,7 +173,7 @@ def list_elements(
     ``position`` in the list (``BIGINT``) and the element as ``value``; an empty or null list has
     no rows."""
     if _is_duckdb(native):
-        return nw.from_native(
+        return _to_polars(
             native.project(
                 f"{quote(key)}, generate_subscripts({quote(column)}, 1) AS {quote(position)},"
                 f" unnest({quote(column)}) AS {quote(value)}"
@@ -182,9 +192,18 @@ def from_lazy(frame: nw.LazyFrame, schema: pa.Schema, order_by: Sequence[str] = 
     types: a ``decimal128(38, 18)`` field rebuilt from ``<name>_whole`` / ``<name>_frac``, any other
     cast to its engine type. Rows are sorted by ``order_by`` (nulls first)."""
     native = frame.to_native()
+    if _is_polars(native):
+        # back through DuckDB, whose decimal arithmetic rebuilds the amounts exactly; the model
+        # returns the Arrow table (dbt-duckdb writes it)
+        with duckdb.connect() as con:
+            return from_lazy(
+                nw.from_native(con.from_arrow(native.collect().to_arrow())), schema, order_by
+            ).to_arrow_table()
     duck = _is_duckdb(native)
     if not duck and not hasattr(native, "localCheckpoint"):
-        raise TypeError(f"from_lazy takes a DuckDB or PySpark frame, not {type(native).__name__}")
+        raise TypeError(
+            f"from_lazy takes a DuckDB, Polars or PySpark frame, not {type(native).__name__}"
+        )
     for field in schema:
         if field.type not in _TYPES:
             raise TypeError(f"no engine type for {field.name}: {field.type}")
