@@ -59,7 +59,8 @@ workers="${GPUCOST_TEST_WORKERS:-2}"
 parallel=()
 if [ "$workers" != 1 ]; then
     # tests sharing a built warehouse stay on one worker (tests/python/conftest.py)
-    parallel=(-n "$workers" --dist loadgroup)
+    # in conftest's order (the longest suites first), not xdist's (most tests first)
+    parallel=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
 fi
 GPUCOST_REQUIRE_SPARK=1 .venv/bin/python -m pytest tests/python "${parallel[@]}" "$@"
 

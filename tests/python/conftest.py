@@ -38,6 +38,13 @@ _main = sys.modules["__main__"]
 if getattr(_main, "__spec__", None) is None and not hasattr(_main, "__file__"):
     _main.__file__ = "pytest-xdist-worker"
 
+# Under pytest-xdist, two workers share the machine's two cores: each dbt run uses one thread (the
+# profile's GPUCOST_THREADS; a tiny build took 27.6 s of CPU on one thread against 30.3 s on two, as
+# both threads mostly wait on each other's small queries). The session's generated warehouse still
+# builds on two threads (conftest's generated_warehouse), so the multi-threaded path stays tested.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ.setdefault("GPUCOST_THREADS", "1")
+
 # Tests add up DECIMAL(38, 18) amounts with Python's Decimal: give it the 38+ digits they need
 # (the default context keeps 28 and would round the test's own sums, not the code under test).
 decimal.getcontext().prec = 80
@@ -62,8 +69,16 @@ def generated_month(tmp_path_factory) -> tuple[Path, dict]:
 @shared_fixture
 def generated_warehouse(generated_month, tmp_path_factory) -> Warehouse:
     landing, _ = generated_month
-    # the one build that runs dbt's unit tests under the default vars (landing_zones.run_dbt)
-    return shared_build(tmp_path_factory, "generated_warehouse", lambda _: landing, unit_tests=True)
+    # the one build that runs dbt's unit tests under the default vars (landing_zones.run_dbt), on two
+    # dbt threads (the default; every other test build uses one: see GPUCOST_THREADS above)
+    threads = os.environ.pop("GPUCOST_THREADS", None)
+    try:
+        return shared_build(
+            tmp_path_factory, "generated_warehouse", lambda _: landing, unit_tests=True
+        )
+    finally:
+        if threads is not None:
+            os.environ["GPUCOST_THREADS"] = threads
 
 
 @shared_fixture
@@ -125,6 +140,34 @@ def _group(item) -> str:
     return item.nodeid
 
 
+# The suites that take longest, longest first (seconds of test time, `scripts/test.sh --durations=0`,
+# 2026-11-26): they are handed out first, so the two workers do not end with one long suite each
+# while the other idles (scripts/test.sh passes --no-loadscope-reorder, which keeps this order; xdist
+# would otherwise order groups by their number of tests). Only the order depends on this list.
+LONGEST_FIRST = (
+    "test_idempotency",  # 278 s
+    "test_bad_inputs",  # 265 s
+    "test_bill_formats",  # 256 s
+    "test_native_bills",
+    "test_shared_gpus",  # 202 s
+    "test_collect",  # 127 s
+    "test_warehouse",  # 124 s
+    "test_allocation_bases",  # 120 s
+    "test_docs",  # 116 s
+    "test_attribution_warehouse",  # 113 s
+    "test_deliveries",
+    "test_real_telemetry",
+    "test_benchmark",  # 90 s
+    "test_node_parts",  # 77 s
+    "test_gate",  # 68 s
+)
+
+
+def _rank(item) -> int:
+    name = item.module.__name__.rsplit(".", 1)[-1]
+    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """Group each test (xdist_group) unless it names a group, then name its group in its node id for
@@ -138,6 +181,7 @@ def pytest_collection_modifyitems(config, items):
     groups were silently ignored and every session and module fixture was built on both workers
     (measured: test_bill_formats' six builds, 170 s, ran on both at once). So the suffix is
     appended here, after xdist's own hook (a no-op then, or the same suffix on older pytest)."""
+    items.sort(key=_rank)  # stable: the longest suites first, then collection order
     for item in items:
         if not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(_group(item)))
