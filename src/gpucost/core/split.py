@@ -1,6 +1,6 @@
 """The exact split, written once: every allocation step of :mod:`gpucost.core` is built on it.
 
-Frames are narwhals LazyFrames (a DuckDB relation inside ``dbt build``, a PySpark DataFrame on
+Frames are narwhals LazyFrames (Polars inside ``dbt build`` on DuckDB, a PySpark DataFrame on
 Databricks), never rows in Python. Money is exact and never float: an amount is two ``Int64``
 columns, ``<name>_whole`` (truncated toward zero) and ``<name>_frac`` (the rest in 1e-18 units,
 same sign), the ``DECIMAL(38, 18)`` value ``whole + frac * 1e-18``; :mod:`gpucost.engines.lazy_io`
@@ -294,9 +294,10 @@ def checkpoint(frame: nw.LazyFrame) -> nw.LazyFrame:
     Each long division is a few dozen projection layers. Engines bind and optimise a plan as a
     whole, so stacked splits cost more than their sum (a prorate with four splits planned 13 s
     and ran 18 s on three rows in DuckDB; 1.1 s per split alone). Between stages the plan is
-    therefore cut: a DuckDB relation is materialised (``materialize``: executed once, rows held by
-    the connection), a PySpark DataFrame locally checkpointed (``localCheckpoint``: cached on the
-    executors, lineage truncated). Other backends pass through unchanged.
+    therefore cut: a Polars LazyFrame is collected (its rows become the next plan's input), a DuckDB
+    relation materialised (``materialize``: executed once, rows held by the connection), a PySpark
+    DataFrame locally checkpointed (``localCheckpoint``: cached on the executors, lineage
+    truncated). Other backends pass through unchanged.
     """
     native = frame.to_native()
     if type(native).__module__.startswith("polars"):  # polars.LazyFrame

@@ -6,9 +6,11 @@ toward zero) and ``<name>_frac`` (the rest in 1e-18 units, same sign); the wareh
 ``DECIMAL(38, 18)``. :func:`to_lazy` and :func:`from_lazy` convert between the two inside the
 engine, in decimal arithmetic only, never a double, for both engines a dbt Python model hands over:
 
-* a DuckDB relation (dbt-duckdb): DuckDB's decimal division returns DOUBLE, so a value is rebuilt
-  by multiplying the fraction by a ``DECIMAL(18, 18)`` 1e-18; a whole part beyond ``BIGINT``
-  (about 9.2e18) fails with DuckDB's conversion error rather than losing digits;
+* a DuckDB relation (dbt-duckdb): the conversion runs in DuckDB SQL, then the rows go to a Polars
+  LazyFrame, the core's engine there (why: :mod:`gpucost.core`), and the result comes back through
+  DuckDB as an Arrow table for dbt-duckdb to write. DuckDB's decimal division returns DOUBLE, so a
+  value is rebuilt by multiplying the fraction by a ``DECIMAL(18, 18)`` 1e-18; a whole part beyond
+  ``BIGINT`` (about 9.2e18) fails with DuckDB's conversion error rather than losing digits;
 * a PySpark DataFrame (dbt-databricks): Spark widens decimal results beyond 38 digits by dropping
   scale, so every step is typed to stay within 38 digits (the value as ``DECIMAL(37, 18)``, its
   fraction ``DECIMAL(18, 18)``, times 1e18 a ``DECIMAL(19, 0)``, back as ``DECIMAL(19, 0) +
