@@ -1,6 +1,7 @@
 -- CPU and memory requests of pod containers over time (kube_pod_container_resource_requests, resource cpu in
 -- cores, memory in bytes), with the node: what every pod holds of a node's CPU and memory, GPU pods and
--- CPU-only pods alike.
+-- CPU-only pods alike. One row per container's request and sample time: a sample landed twice (a re-scraped
+-- file beside the first, two exporters behind one job) counts once, and of two values the larger is kept.
 with
 
 source as (
@@ -14,7 +15,7 @@ source as (
 
 ),
 
-final as (
+requests as (
 
     select
         {{ workload_id('cluster_id', prom_label('namespace'), prom_label('pod'), prom_label('uid')) }} as workload_id,
@@ -27,6 +28,23 @@ final as (
         try_cast(sample_value as double) as requested_amount,
         sampled_epoch
     from source
+
+),
+
+final as (
+
+    select
+        workload_id,
+        cluster_id,
+        namespace,
+        pod,
+        container,
+        node_name,
+        resource_part,
+        sampled_epoch,
+        max(requested_amount) as requested_amount
+    from requests
+    group by 1, 2, 3, 4, 5, 6, 7, 8
 
 )
 

@@ -1,6 +1,8 @@
 -- GPU requests of pod containers over time (kube_pod_container_resource_requests): whole GPUs
 -- (nvidia_com_gpu), time-sliced replicas under a renamed resource (nvidia_com_gpu_shared, one replica each),
 -- and MIG instances (nvidia_com_mig_1g_10gb; the profile is kept so usage can price the slice).
+-- One row per container's request and sample time: a sample landed twice (a re-scraped file beside the
+-- first, two exporters behind one job) counts once, and of two values for one time the larger is kept.
 with
 
 source as (
@@ -23,7 +25,7 @@ samples as (
 
 ),
 
-final as (
+requests as (
 
     select
         {{ workload_id('cluster_id', prom_label('namespace'), prom_label('pod'), prom_label('uid')) }} as workload_id,
@@ -40,6 +42,24 @@ final as (
         sample_value as requested_gpus,
         sampled_epoch
     from samples
+
+),
+
+final as (
+
+    select
+        workload_id,
+        cluster_id,
+        namespace,
+        pod,
+        container,
+        node_name,
+        gpu_resource,
+        mig_profile,
+        sampled_epoch,
+        max(requested_gpus) as requested_gpus
+    from requests
+    group by 1, 2, 3, 4, 5, 6, 7, 8, 9
 
 )
 
