@@ -1,5 +1,15 @@
 """The same generated month, billed in every native format (gpucost.synth.bill_formats), builds and
-reconciles, with the same bill and the same per-team totals as far as each format can carry them."""
+reconciles, with the same bill and the same per-team totals as far as each format can carry them.
+
+The five cloud formats land in one zone and build once (``all_formats``): each format's copy of the
+month is billed to an account of its own (``FORMAT_ACCOUNTS``), and every test reads one account and
+compares it with the FOCUS month (the session's ``small_month_warehouse``) to the 1e-18. Copies under
+different accounts cannot move each other's money: a bill line's idle GPU cost stays on the line
+(``gpucost_idle_scope: node_hour``), a shared line spreads over its own account's owners, a delivery
+supersedes only one of the same provider, account and month, and a duplicate is a row equal in every
+normalised value, its account included (docs/trust.md); test_the_formats_zone_holds_each_format_*
+checks that no account lost a line to another. The on-prem month (a bill that differs by design) and
+the restated months (deliveries that must supersede each other) build apart."""
 
 from __future__ import annotations
 
@@ -17,6 +27,7 @@ import pytest
 from gpucost.synth.bill_formats import BILL_FORMATS, read_focus_lines, render_bill
 from tests.python.landing_zones import (
     build,
+    copy_landing,
     rendered_landing,
     shared,
     shared_build,
@@ -38,29 +49,57 @@ def small_month(tmp_path_factory) -> Path:
     return small_month_landing(tmp_path_factory)
 
 
-class _Builds(dict):
-    """One warehouse per format, from copies of the same generated month: each built once per session
-    when a test first asks for it (the workers build different formats at the same time)."""
+# the account each native format's copy of the month is billed to in the shared zone (the FOCUS month
+# has one billing account, 806960286286 for seed 11; its sub-accounts are kept)
+FORMAT_ACCOUNTS = {fmt: str(900000000001 + index) for index, fmt in enumerate(NATIVE)}
 
-    def __init__(self, small_month: Path, tmp_path_factory):
-        super().__init__()
-        self.month, self.factory = small_month, tmp_path_factory
 
-    def __missing__(self, fmt: str):
-        if fmt == "focus":
-            self[fmt] = small_month_warehouse(self.factory)
-        else:
-            self[fmt] = shared_build(
-                self.factory,
-                f"bill_format_{fmt}",
-                lambda folder: rendered_landing(self.month, folder / "landing", fmt),
-            )
-        return self[fmt]
+def _all_formats_landing(month: Path, landing: Path) -> Path:
+    """A copy of ``month`` whose FOCUS bill is replaced by its five native renderings, each billed to
+    its format's account (FORMAT_ACCOUNTS) and written where that format's own landing writes it."""
+    copy_landing(month, landing)
+    focus = landing.parent / "focus_bill"
+    shutil.move(landing / "billing" / "focus", focus)
+    for fmt, account in FORMAT_ACCOUNTS.items():
+        part = landing.parent / f"render_{fmt}"
+        for source in sorted(focus.rglob("*.csv")):
+            with source.open(newline="", encoding="utf-8") as handle:
+                rows = list(csv.DictReader(handle))
+            target = part / "billing" / "focus" / source.relative_to(focus)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("w", newline="", encoding="utf-8") as handle:
+                writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(dict(row, BillingAccountId=account) for row in rows)
+        render_bill(part, fmt)
+        for path in sorted(p for p in (part / "billing").rglob("*") if p.is_file()):
+            moved = landing / path.relative_to(part)
+            assert not moved.exists(), f"two formats write {moved}"
+            moved.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(path, moved)
+        shutil.rmtree(part)
+    shutil.rmtree(focus)
+    return landing
 
 
 @shared_fixture
-def builds(small_month, tmp_path_factory) -> dict:
-    return _Builds(small_month, tmp_path_factory)
+def all_formats(small_month, tmp_path_factory):
+    """The warehouse of the five native renderings, one account each, built once per session."""
+    return shared_build(
+        tmp_path_factory,
+        "bill_formats_all_native",
+        lambda folder: _all_formats_landing(small_month, folder / "landing"),
+    )
+
+
+@shared_fixture
+def focus_month(tmp_path_factory):
+    """The FOCUS month itself, built once per session (the reference every format is compared to)."""
+    return small_month_warehouse(tmp_path_factory)
+
+
+def _account(fmt: str) -> str:
+    return f"billing_account_id = '{FORMAT_ACCOUNTS[fmt]}'"
 
 
 def _billed_in_files(landing: Path, fmt: str) -> Decimal:
@@ -117,49 +156,64 @@ def _per_team(warehouse, where: str = "true") -> dict:
     }
 
 
-@pytest.mark.parametrize("fmt", NATIVE)
-def test_each_format_reconciles_to_the_same_bill(builds, fmt):
-    reference = builds["focus"].sql(
-        "select sum(billed_cost), count(*) from marts.rpt_reconciliation"
+def test_the_formats_zone_holds_each_format_under_its_own_account(all_formats, focus_month):
+    # every account of the zone is one format's, each a whole copy of the month (none read twice,
+    # none superseded by another format's delivery)
+    accounts = all_formats.sql(
+        "select billing_account_id, count(*), sum(superseded_line_count), sum(duplicate_line_count)"
+        " from marts.rpt_reconciliation group by 1 order by 1"
     )
-    got = builds[fmt].sql(
+    ((rows,),) = focus_month.sql("select count(*) from marts.rpt_reconciliation")
+    assert accounts == [(account, rows, 0, 0) for account in sorted(FORMAT_ACCOUNTS.values())]
+
+
+@pytest.mark.parametrize("fmt", NATIVE)
+def test_each_format_reconciles_to_the_same_bill(all_formats, focus_month, fmt):
+    reference = focus_month.sql("select sum(billed_cost), count(*) from marts.rpt_reconciliation")
+    got = all_formats.sql(
         "select sum(billed_cost), count(*), bool_and(is_reconciled), max(abs(billed_residual)),"
         " max(abs(effective_residual)), sum(quarantined_line_count) from marts.rpt_reconciliation"
+        f" where {_account(fmt)}"
     )
     assert got == [(reference[0][0], reference[0][1], True, 0, 0, 0)]
 
 
 @pytest.mark.parametrize("fmt", ["cur-legacy", "cur2"])
-def test_cur_formats_give_exactly_the_focus_per_team_totals(builds, fmt):
+def test_cur_formats_give_exactly_the_focus_per_team_totals(all_formats, focus_month, fmt):
     # both ledgers survive per line, so every allocation step sees the same numbers
-    assert _per_team(builds[fmt]) == _per_team(builds["focus"])
+    assert _per_team(all_formats, _account(fmt)) == _per_team(focus_month)
 
 
 @pytest.mark.parametrize("fmt", ["gcp", "oci"])
-def test_hourly_single_amount_formats_place_every_non_shared_cent_the_same(builds, fmt):
+def test_hourly_single_amount_formats_place_every_non_shared_cent_the_same(
+    all_formats, focus_month, fmt
+):
     # GCP and OCI carry one amount per line (effective = billed), so only the spreading of shared
     # lines, which weighs owners by effective cost, may differ from the FOCUS month
     not_shared = (
-        "allocation_kind in ('direct', 'usage', 'idle') or (allocation_kind = 'unallocated'"
-        " and unallocated_reason <> 'shared_cost_share_of_unallocated_cost')"
+        "(allocation_kind in ('direct', 'usage', 'idle') or (allocation_kind = 'unallocated'"
+        " and unallocated_reason <> 'shared_cost_share_of_unallocated_cost'))"
     )
-    focus = {team: money[0] for team, money in _per_team(builds["focus"], not_shared).items()}
-    native = {team: money[0] for team, money in _per_team(builds[fmt], not_shared).items()}
+    focus = {team: money[0] for team, money in _per_team(focus_month, not_shared).items()}
+    native = {
+        team: money[0]
+        for team, money in _per_team(all_formats, f"{_account(fmt)} and {not_shared}").items()
+    }
     assert native == focus
 
 
 @pytest.mark.parametrize("fmt", NATIVE)
-def test_every_format_splits_claimed_disks_over_the_same_pods(builds, fmt):
+def test_every_format_splits_claimed_disks_over_the_same_pods(all_formats, focus_month, fmt):
     # every format carries the disk's id as its resource id, so the volume_claim route is the same
     query = (
         "select resource_id, coalesce(workload_id, ''), allocation_kind, billed_cost"
-        " from marts.fct_cost_allocation where line_class = 'volume_claim' order by all"
+        " from marts.fct_cost_allocation where line_class = 'volume_claim' and {} order by all"
     )
-    focus = builds["focus"].sql(query)
+    focus = focus_month.sql(query.format("true"))
     # some disks go to the pods that held their claim (usage, or unallocated when that pod has no known
     # project), the unheld scratch claim to nobody
     assert {bool(workload) for _, workload, _, _ in focus} == {True, False}
-    assert builds[fmt].sql(query) == focus
+    assert all_formats.sql(query.format(_account(fmt))) == focus
 
 
 @shared_fixture
@@ -201,7 +255,7 @@ def test_onprem_items_depreciate_at_the_cloud_hourly_cost(small_month, onprem_la
 
 
 def test_onprem_month_reconciles_and_places_every_non_shared_cent_like_focus(
-    builds, small_month, onprem_landing, tmp_path_factory
+    focus_month, small_month, onprem_landing, tmp_path_factory
 ):
     """The on-prem month builds with residual 0. Its bill is the FOCUS bill plus the nodes' hours of
     October outside the generated day (an owned server depreciates every hour): exactly
@@ -226,9 +280,7 @@ def test_onprem_month_reconciles_and_places_every_non_shared_cent_like_focus(
         ):
             node_hours.setdefault(line["ResourceId"], []).append(Decimal(line["BilledCost"]))
     extra = sum(costs[0] * (744 - len(costs)) for costs in node_hours.values())
-    ((focus_billed,),) = builds["focus"].sql(
-        "select sum(billed_cost) from marts.rpt_reconciliation"
-    )
+    ((focus_billed,),) = focus_month.sql("select sum(billed_cost) from marts.rpt_reconciliation")
     assert billed == focus_billed + extra
     ((idle_hours,),) = warehouse.sql(
         "select sum(billed_cost) from marts.fct_cost_allocation"
@@ -240,12 +292,12 @@ def test_onprem_month_reconciles_and_places_every_non_shared_cent_like_focus(
         "allocation_kind in ('direct', 'usage', 'idle') or (allocation_kind = 'unallocated'"
         " and unallocated_reason not in ('shared_cost_share_of_unallocated_cost', 'no_gpu_telemetry'))"
     )
-    focus = {team: money[0] for team, money in _per_team(builds["focus"], not_shared).items()}
+    focus = {team: money[0] for team, money in _per_team(focus_month, not_shared).items()}
     onprem = {team: money[0] for team, money in _per_team(warehouse, not_shared).items()}
     assert onprem == focus
 
     real = "team_id not like '\\_\\_%' escape '\\'"
-    focus_all = {team: money[0] for team, money in _per_team(builds["focus"], real).items()}
+    focus_all = {team: money[0] for team, money in _per_team(focus_month, real).items()}
     onprem_all = {team: money[0] for team, money in _per_team(warehouse, real).items()}
     assert focus_all.keys() == onprem_all.keys()
     moved = max(abs(focus_all[team] - onprem_all[team]) for team in focus_all)
