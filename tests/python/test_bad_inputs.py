@@ -3,7 +3,18 @@
 Each case lands beside a small generated month and asserts what happens to it: a clear build error
 naming the file, or a quarantine row with the reason, or the exact allocation; and in every build
 that succeeds, the bill still reconciles to the cent (bill = allocated + quarantined).
-Cases that only add rows share one build (grouped below) to keep the suite fast.
+
+Cases that cannot interact share a build, so the suite makes three (each about 28 s of CPU) besides
+the session's small month (``small_month_warehouse``, the clean reference):
+
+- ``bill_cases``: every bad or odd bill line (each under its own billing account ``case-<name>``),
+  a resent and an empty bill file, and a truncated DCGM file (telemetry: it moves GPU time, which no
+  bill case reads);
+- ``telemetry_cases``: bad telemetry samples and a duplicated scrape, whose money must equal the
+  reference's to the 1e-18 (so no bill case may land beside them);
+- ``redelivered_and_skewed``: the month's bill delivered again (restated), and every DCGM sample 7 s
+  off the step grid: the one changes only the bill, the other only the telemetry's timestamps, and
+  each asserts only its own side (the bill's totals; the GPU time of the month).
 """
 
 from __future__ import annotations
@@ -91,7 +102,8 @@ def month_folder(landing: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def bill_cases(tiny_month, tmp_path_factory) -> Warehouse:
+def bill_cases_build(tiny_month, tmp_path_factory) -> tuple[Warehouse, str, Path]:
+    """The bill cases' build: its warehouse, dbt's output and the truncated telemetry file."""
     tmp = tmp_path_factory.mktemp("bill_cases")
     landing = landing_copy(tiny_month, tmp)
     folder = month_folder(landing)
@@ -214,10 +226,20 @@ def bill_cases(tiny_month, tmp_path_factory) -> Warehouse:
     # the same bill file landed twice under another name is read once
     original = sorted(folder.glob("focus_export_*.csv"))[0]
     shutil.copyfile(original, folder / "resent_copy_of_export.csv")
+    # a truncated telemetry file (test_truncated_json_is_quarantined_naming_the_file): it takes GPU
+    # time out of the month, which no bill case's assertion reads (each reads its own account's
+    # storage lines, the files' rows, or reconciliation, which telemetry cannot break)
+    truncated = sorted((landing / "metrics" / "dcgm").rglob("DCGM_FI_DEV_GPU_UTIL.json"))[0]
+    truncated.write_text(truncated.read_text()[:500])
 
     warehouse, result = build(landing, tmp / "work")
     assert result.returncode == 0, result.stdout[-6000:]
-    return warehouse
+    return warehouse, result.stdout, truncated
+
+
+@pytest.fixture(scope="module")
+def bill_cases(bill_cases_build) -> Warehouse:
+    return bill_cases_build[0]
 
 
 def quarantine_reasons(warehouse: Warehouse, case: str) -> list[str]:
@@ -372,7 +394,7 @@ def test_currencies_are_never_mixed(bill_cases):
     assert eur_statements == D("7.77")
 
 
-def test_a_duplicate_file_and_an_empty_file_change_nothing(bill_cases, generated_month):
+def test_a_duplicate_file_and_an_empty_file_change_nothing(bill_cases):
     files = dict(
         bill_cases.sql(
             "select regexp_extract(source_file, '[^/]+$'), duplicate_of_file from staging.stg_landing__files"
@@ -416,17 +438,16 @@ def test_every_case_build_still_reconciles(bill_cases):
 # with its reason while the good files build (tests/python/test_deliveries.py, one shared build).
 
 
-def test_truncated_json_is_quarantined_naming_the_file(tiny_month, tmp_path):
+def test_truncated_json_is_quarantined_naming_the_file(bill_cases_build):
     """A truncated telemetry file no longer stops the build (issue 24): it is a row of rpt_quarantine
-    with the file and the reason, and the build warns (docs/telemetry-inputs.md)."""
-    landing = landing_copy(tiny_month, tmp_path)
-    source = sorted((landing / "metrics" / "dcgm").rglob("DCGM_FI_DEV_GPU_UTIL.json"))[0]
-    source.write_text(source.read_text()[:500])
-    warehouse, result = build(landing, tmp_path / "work")
-    assert result.returncode == 0, result.stdout[-4000:]
-    assert "QUARANTINE:" in result.stdout
+    with the file and the reason, and the build warns (docs/telemetry-inputs.md). It lands with the
+    bill cases (bill_cases_build), so the warning must count its file with theirs."""
+    warehouse, stdout, source = bill_cases_build
     rows = warehouse.sql("select source_file, quarantine_reason from marts.rpt_quarantine")
     assert (str(source), "unparseable JSON (truncated, or not JSON)") in rows
+    ((files,),) = warehouse.sql("select count(distinct source_file) from marts.rpt_quarantine")
+    (warning,) = [text for text in stdout.splitlines() if "QUARANTINE:" in text]
+    assert f" records in {files} file(s), holding " in warning
 
 
 # --- telemetry: quarantine, dedup, and exact reconciliation --------------------------------------
@@ -538,8 +559,14 @@ def test_duplicated_scrapes_and_quarantined_samples_change_no_money(telemetry_ca
     assert cases.sql(usage) == base.sql(usage)
 
 
-def test_a_redelivered_month_replaces_the_earlier_delivery(tiny_month, tmp_path):
-    landing = landing_copy(tiny_month, tmp_path)
+@pytest.fixture(scope="module")
+def redelivered_and_skewed(tiny_month, tmp_path_factory) -> tuple[Warehouse, Decimal, int]:
+    """The month's bill delivered again with its first line restated (+$10), and the exporter's clock
+    7 s behind (every DCGM sample off the step grid), in one build: the redelivery changes only bill
+    files, the skew only telemetry timestamps, and GPU time (int_gpu_usage_hourly) reads no bill.
+    Returns the warehouse, the restated bill's total and the first delivery's line count."""
+    tmp = tmp_path_factory.mktemp("redelivered_and_skewed")
+    landing = landing_copy(tiny_month, tmp)
     first = month_folder(landing)
     export = sorted(first.glob("focus_export_*.csv"))[0]
     with export.open(newline="", encoding="utf-8") as handle:
@@ -548,14 +575,24 @@ def test_a_redelivered_month_replaces_the_earlier_delivery(tiny_month, tmp_path)
     restated = [dict(row) for row in rows]
     restated[0]["BilledCost"] = str(D(restated[0]["BilledCost"]) + D("10"))  # the restatement
     write_focus(first.parent / "2026-10-redelivered" / export.name, restated, header=header)
-    warehouse, result = build(landing, tmp_path / "work")
+    # the exporter's clock runs 7 s behind: every DCGM sample lands off the step grid
+    for path in sorted((landing / "metrics" / "dcgm").rglob("*.json")):
+        document = json.loads(path.read_text())
+        for series in document["data"]["result"]:
+            series["values"] = [[stamp - 7, value] for stamp, value in series["values"]]
+        path.write_text(json.dumps(document))
+    warehouse, result = build(landing, tmp / "work")
     assert result.returncode == 0, result.stdout[-4000:]
-    expected = sum(D(row["BilledCost"]) for row in restated)
+    return warehouse, sum(D(row["BilledCost"]) for row in restated), len(rows)
+
+
+def test_a_redelivered_month_replaces_the_earlier_delivery(redelivered_and_skewed):
+    warehouse, expected, lines = redelivered_and_skewed
     ((billed, allocated, superseded, reconciled),) = warehouse.sql(
         "select sum(billed_cost), sum(allocated_billed_cost), sum(superseded_line_count),"
         " bool_and(is_reconciled) from marts.rpt_reconciliation"
     )
-    assert (billed, allocated, superseded, reconciled) == (expected, expected, len(rows), True)
+    assert (billed, allocated, superseded, reconciled) == (expected, expected, lines, True)
     reasons = warehouse.sql(
         "select distinct quarantine_reason from marts.rpt_quarantine where source_kind = 'billing/focus'"
     )
@@ -564,18 +601,12 @@ def test_a_redelivered_month_replaces_the_earlier_delivery(tiny_month, tmp_path)
 
 
 def test_a_skewed_exporter_clock_keeps_gpu_time_and_reconciles(
-    telemetry_cases, tiny_month, tmp_path
+    redelivered_and_skewed, tmp_path_factory
 ):
-    # the exporter's clock runs 7 s behind: every DCGM sample lands off the step grid
-    base, _ = telemetry_cases
-    landing = landing_copy(tiny_month, tmp_path)
-    for path in sorted((landing / "metrics" / "dcgm").rglob("*.json")):
-        document = json.loads(path.read_text())
-        for series in document["data"]["result"]:
-            series["values"] = [[stamp - 7, value] for stamp, value in series["values"]]
-        path.write_text(json.dumps(document))
-    skewed, result = build(landing, tmp_path / "work")
-    assert result.returncode == 0, result.stdout[-4000:]
+    # the exporter's clock runs 7 s behind (redelivered_and_skewed): same GPU time as the month as
+    # landed (the session's small month), a few seconds earlier
+    skewed, _, _ = redelivered_and_skewed
+    base = small_month_warehouse(tmp_path_factory)
     total = "select sum(gpu_ms), sum(used_gpu_ms) from intermediate.int_gpu_usage_hourly"
-    assert skewed.sql(total) == base.sql(total)  # same GPU time, a few seconds earlier
+    assert skewed.sql(total) == base.sql(total)
     assert skewed.sql("select bool_and(is_reconciled) from marts.rpt_reconciliation") == [(True,)]
