@@ -389,10 +389,11 @@ def test_focus_parquet_export_lands_like_the_csv(real_focus_warehouse, tmp_path)
         )
     work = tmp_path / "work"
     work.mkdir()
-    # only what the allocation mart needs, and its tests (the reconciliation of every bill line among
-    # them): the test compares that mart with the CSV's
+    # only what the allocation mart needs, and the tests all of whose parents that builds (the
+    # reconciliation of every bill line among them): the test compares that mart with the CSV's
     warehouse = work / "gpucost.duckdb"
-    result = run_dbt(landing, warehouse, work, "build", "--select", "+fct_cost_allocation")
+    select = ("--select", "+fct_cost_allocation", "--indirect-selection", "buildable")
+    result = run_dbt(landing, warehouse, work, "build", *select)
     assert result.returncode == 0, result.stdout[-4000:]
     assert "assert_allocations_reconcile_to_each_bill_line" in result.stdout
     query = (
