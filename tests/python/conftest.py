@@ -13,12 +13,14 @@ import polars as pl
 import pytest
 
 from tests.python.landing_zones import (  # noqa: F401 (the suites import these from here too)
+    NATIVE_CASES_VARS,
     PROJECT_DIR,
     REAL_FOCUS,
     REAL_FOCUS_VARS,
     SHARED_DATA,
     SHARED_FIXTURES,
     Warehouse,
+    native_cases_landing,
     real_focus_landing,
     run_dbt,
     shared,
@@ -88,6 +90,17 @@ def real_focus_warehouse(tmp_path_factory) -> Warehouse:
         "real_focus_warehouse",
         lambda folder: real_focus_landing(folder / "landing"),
         *REAL_FOCUS_VARS,
+    )
+
+
+@shared_fixture
+def native_warehouse(tmp_path_factory) -> Warehouse:
+    """The native bill samples and cases of test_native_bills and test_commitment_term, one build."""
+    return shared_build(
+        tmp_path_factory,
+        "native_warehouse",
+        lambda folder: native_cases_landing(folder / "landing"),
+        *NATIVE_CASES_VARS,
     )
 
 
@@ -168,6 +181,36 @@ def _rank(item) -> int:
     return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
+def _group_name(item) -> str:
+    marker = item.get_closest_marker("xdist_group")
+    if marker is None:
+        return _group(item)
+    return str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
+
+
+def _second_unit_without_the_generated_warehouse(items: list) -> None:
+    """xdist hands the first work unit (group) to one worker and the second to the other. When the
+    first needs the session's generated warehouse (test_idempotency's do), both would otherwise wait
+    on it at the start, one building, the other idle (its lock, landing_zones.shared): the longest
+    suite-wide group (a module's, or a named one) that does not need it is moved to second place, so
+    the other worker starts on that. (Checked 2026-11-26 by collection: test_idempotency is one module
+    group and test_bad_inputs, which does not need it, already comes second, so this moves nothing
+    today; it keeps that so if test_idempotency's tests become groups of their own again.)"""
+    if not items or "generated_warehouse" not in items[0].fixturenames:
+        return
+    first = _group_name(items[0])
+    groups: dict[str, list] = {}
+    for item in items:
+        groups.setdefault(_group_name(item), []).append(item)
+    for name, members in groups.items():
+        if "::" in name or name == first:
+            continue  # a single test's group (its node id), or the first
+        if not any("generated_warehouse" in m.fixturenames for m in members):
+            rest = [item for item in items[1:] if _group_name(item) != name]
+            items[:] = [items[0], *members, *rest]
+            return
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """Group each test (xdist_group) unless it names a group, then name its group in its node id for
@@ -182,6 +225,7 @@ def pytest_collection_modifyitems(config, items):
     (measured: test_bill_formats' six builds, 170 s, ran on both at once). So the suffix is
     appended here, after xdist's own hook (a no-op then, or the same suffix on older pytest)."""
     items.sort(key=_rank)  # stable: the longest suites first, then collection order
+    _second_unit_without_the_generated_warehouse(items)
     for item in items:
         if not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(_group(item)))

@@ -4,10 +4,12 @@ Landing zones (each a function that writes one into a given folder):
 
 - ``generated_month``: the session's generated month (seed 7, 4 nodes, 3 days, 2 clusters);
 - ``small_month``: a one-day month of two nodes and one cluster (seed 11), with or without the Slurm
-  queue, that the bad-input, delivery and bill-format suites add their cases to;
+  queue, that the bad-input, delivery and bill-format suites add their cases to; ``small_month_cases``
+  builds it once with the FOCUS 1.4 and inference suites' cases landed together;
 - ``two_day_month``: two days of two nodes (seed 3), beside which the real telemetry files land;
 - ``real_focus_landing``: the real FOCUS sample of ../shared/data;
 - ``native_landing``: the real native bill samples (CUR, Azure EA, OCI), a GCP line, no FOCUS file;
+- ``native_cases_landing``: the same samples with the native-bill and commitment-term suites' cases;
 - ``rendered_landing``: a copy of a month whose FOCUS bill is rendered in a native format.
 
 Sharing: ``shared`` makes a thing once per pytest session, across pytest-xdist workers (a file lock in
@@ -72,9 +74,12 @@ class Warehouse:
             return con.sql(query).fetchall()
 
     def copy(self, name: str) -> Path:
-        """A copy of the warehouse file to tamper with or rebuild under other vars."""
-        self.work.mkdir(parents=True, exist_ok=True)
-        target = self.work / f"{name}.duckdb"
+        """A copy of the warehouse file to tamper with or rebuild under other vars, in a folder of
+        its own under the same file name (``<work>/<name>/gpucost.duckdb``): dbt's profile names the
+        warehouse by its file name (see PARSE_TEMPLATE), so a dbt run on the copy under the default
+        vars reuses the partial parse instead of parsing the project in full."""
+        target = self.work / name / WAREHOUSE_NAME
+        target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(self.path, target)
         return target
 
@@ -258,6 +263,48 @@ def small_month_warehouse(tmp_path_factory) -> Warehouse:
     formats and the clean base of the bad-input cases."""
     landing = small_month_landing(tmp_path_factory)
     return shared_build(tmp_path_factory, "small_month_without_slurm_build", lambda _: landing)
+
+
+def small_month_cases(tmp_path_factory) -> tuple[Warehouse, dict]:
+    """The small month without Slurm with the cases of two suites landed in it, built once per
+    session (one build instead of one per suite): its FOCUS bill rewritten in the 1.4 shape
+    (test_focus14.land_focus_1_4) and its serving counters replaced by hand-written ones
+    (test_inference_unit_cost.land_serving_counters). They cannot interact: the serving counters
+    feed only the inference models and rpt_quarantine (source kind metrics/serving), the bill's
+    shape only how its lines are read, and test_focus14 checks that fct_cost_allocation equals the
+    1.0-shaped month's to the owner and component. Returns the warehouse and each case's facts."""
+    from tests.python.test_focus14 import land_focus_1_4
+    from tests.python.test_inference_unit_cost import land_serving_counters
+
+    base = small_month_landing(tmp_path_factory)
+
+    def make(folder: Path) -> tuple[Warehouse, dict]:
+        landing = copy_landing(base, folder / "landing")
+        cases = {
+            "focus_1_4": land_focus_1_4(landing),
+            "serving_counters": land_serving_counters(landing),
+        }
+        return build(landing, folder / "build"), cases
+
+    warehouse, cases = shared(tmp_path_factory, "small_month_cases", make)
+    return replace(warehouse, work=warehouse.path.parent / f"work-{worker()}"), cases
+
+
+def native_cases_landing(landing: Path) -> Path:
+    """The real native bill samples and test_native_bills' synthetic cases (its accounts), with
+    test_commitment_term's three-month Savings Plan bill beside them (account 123456789012, billed
+    nowhere else: deliveries are told apart by provider, account and period, and its unused
+    commitment is shared among that account's owners only)."""
+    from tests.python.test_commitment_term import land_commitment_term
+    from tests.python.test_native_bills import land_native_cases
+
+    land_native_cases(landing)
+    land_commitment_term(landing)
+    return landing
+
+
+# the vars the native cases are built with (the Azure EA sample's CAD is then restated in USD)
+NATIVE_CASES_VARS = ("--vars", "{gpucost_default_billing_currency: USD}")
 
 
 def real_focus_landing(landing: Path) -> Path:

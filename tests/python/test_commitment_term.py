@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.python.conftest import _build
-
-pytestmark = pytest.mark.warehouse
+# one xdist group with test_native_bills, which reads the same session warehouse (conftest.
+# native_warehouse): one worker builds it while the other gets on with other suites, none waits on it
+pytestmark = [pytest.mark.warehouse, pytest.mark.xdist_group("native_warehouse")]
 
 COMMITMENT = "arn:aws:savingsplans::123456789012:savingsplan/sp-gpu-3m"
 ACCOUNT = "123456789012"
@@ -115,17 +115,24 @@ def commitment_term_bill() -> dict[str, list[dict]]:
     return bill
 
 
-@pytest.fixture(scope="module")
-def term_warehouse(tmp_path_factory):
-    landing = tmp_path_factory.mktemp("commitment_term") / "landing"
+def land_commitment_term(landing: Path) -> None:
+    """The term's bill, one FOCUS file per month, in billing/focus/commitment_term of a landing zone."""
     for month, rows in commitment_term_bill().items():
-        path: Path = landing / "billing" / "focus" / month / "focus.csv"
+        path: Path = landing / "billing" / "focus" / "commitment_term" / month / "focus.csv"
         path.parent.mkdir(parents=True)
         with path.open("w", encoding="utf-8", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
             writer.writeheader()
             writer.writerows(rows)
-    return _build(landing, tmp_path_factory.mktemp("commitment_term_build"))
+
+
+@pytest.fixture
+def term_warehouse(native_warehouse):
+    """The session's warehouse of native bill cases (conftest), where this bill is landed beside
+    test_native_bills' cases: its account (123456789012) and commitment are its own, no other case
+    bills that account (the proportional idle policy shares unused commitment among the owners of
+    the account's cost), and every query below reads this commitment's lines only."""
+    return native_warehouse
 
 
 def test_generated_term_is_a_real_amortisation():
@@ -165,6 +172,7 @@ def test_unused_commitment_is_placed_as_idle_not_dropped(term_warehouse):
         " from marts.fct_cost_allocation as alloc"
         " inner join intermediate.int_bill_line_items as lines on alloc.charge_id = lines.charge_id"
         " where lines.commitment_discount_status = 'Unused' and alloc.allocation_kind = 'idle'"
+        f" and lines.commitment_discount_id = '{COMMITMENT}'"
     )
     assert idle == unused
     assert teams == ["research", "vision"]  # proportional idle policy: to the owners of the cost

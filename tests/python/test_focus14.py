@@ -20,11 +20,13 @@ import pytest
 from gpucost.commands import cli
 from tests.python.landing_zones import (
     PROJECT_DIR,
-    build,
-    copy_landing,
-    small_month_landing,
+    small_month_cases,
     small_month_warehouse,
 )
+
+# one xdist group with test_inference_unit_cost, which reads the same session warehouse (landing_zones.
+# small_month_cases): one worker builds it while the other gets on with other suites, none waits on it
+pytestmark = pytest.mark.xdist_group("small_month_cases")
 
 SPEC_COLUMNS = (
     PROJECT_DIR / "tests" / "fixtures" / "focus_spec" / "focus_1_4_cost_and_usage_columns.csv"
@@ -195,12 +197,9 @@ def as_focus_1_4(source: Path, target: Path) -> tuple[int, set[str]]:
     return len(out_rows), hosts
 
 
-@pytest.fixture(scope="module")
-def focus14_month(tmp_path_factory):
-    """The small month with every FOCUS bill file rewritten in the 1.4 shape, built."""
-    base = small_month_landing(tmp_path_factory)
-    folder = tmp_path_factory.mktemp("focus14_month")
-    landing = copy_landing(base, folder / "landing")
+def land_focus_1_4(landing: Path) -> tuple[int, set[str]]:
+    """Every FOCUS bill file of a landing zone rewritten in the 1.4 shape (in place); returns the
+    rows written and the host names."""
     bills = sorted((landing / "billing" / "focus").rglob("*.csv"))
     assert bills, "the small month has no FOCUS CSV bill"
     written, hosts = 0, set()
@@ -208,7 +207,18 @@ def focus14_month(tmp_path_factory):
         rows, file_hosts = as_focus_1_4(bill, bill)
         written += rows
         hosts |= file_hosts
-    return build(landing, folder / "build"), written, hosts
+    return written, hosts
+
+
+@pytest.fixture(scope="module")
+def focus14_month(tmp_path_factory):
+    """The small month with every FOCUS bill file rewritten in the 1.4 shape, built: the session's
+    small month of cases (landing_zones.small_month_cases), where the serving counters are
+    test_inference_unit_cost's (they feed only the inference marts and the quarantine, never
+    fct_cost_allocation, which the test below compares with the 1.0-shaped month's)."""
+    warehouse, cases = small_month_cases(tmp_path_factory)
+    written, hosts = cases["focus_1_4"]
+    return warehouse, written, hosts
 
 
 def _money_by_owner(warehouse) -> dict[tuple, tuple[Decimal, Decimal]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import os
-import shutil
 import subprocess
 import sys
 from decimal import Decimal
@@ -13,7 +12,12 @@ from pathlib import Path
 import pytest
 
 from gpucost.commands.gate import evaluate
-from tests.python.landing_zones import PROJECT_DIR, native_landing
+from tests.python.landing_zones import (
+    PROJECT_DIR,
+    copy_landing,
+    native_landing,
+    small_month_landing,
+)
 
 D = Decimal
 GOOD = (
@@ -118,7 +122,7 @@ def gate(
 
 
 @pytest.mark.warehouse
-def test_gate_end_to_end(generated_warehouse, tmp_path):
+def test_gate_end_to_end(generated_warehouse, tmp_path, tmp_path_factory):
     # the clean month, built by the session (its landing zone, this project, default vars): checked
     # as a pipeline that ran dbt build in an earlier step would (--no-build)
     landing = generated_warehouse.landing
@@ -127,9 +131,9 @@ def test_gate_end_to_end(generated_warehouse, tmp_path):
     assert "GATE PASSED" in passed.stdout
     assert "dbt build skipped (--no-build)" in passed.stdout
 
-    # one bill cell broken: the gate builds the warehouse itself, and fails
-    broken = tmp_path / "landing"
-    shutil.copytree(landing, broken)
+    # one bill cell broken: the gate builds the warehouse itself, and fails (the session's small
+    # month, clean as landed: a smaller build than the generated month's)
+    broken = copy_landing(small_month_landing(tmp_path_factory), tmp_path / "landing")
     bill = sorted((broken / "billing" / "focus").rglob("*.csv"))[0]
     with bill.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))

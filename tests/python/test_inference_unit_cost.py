@@ -18,12 +18,12 @@ from gpucost.commands.collect import SERVING_METRICS as COLLECTED_METRICS
 from gpucost.synth.serving import SERVING_METRICS
 from tests.python.landing_zones import (
     Warehouse,
-    build,
-    copy_landing,
-    small_month_landing,
+    small_month_cases,
 )
 
-pytestmark = pytest.mark.warehouse
+# one xdist group with test_focus14, which reads the same session warehouse (landing_zones.
+# small_month_cases): one worker builds it while the other gets on with other suites, none waits on it
+pytestmark = [pytest.mark.warehouse, pytest.mark.xdist_group("small_month_cases")]
 
 T0 = 1790812800  # 2026-10-01T00:00:00Z, the small month's day
 DAY = "2026-10-01"
@@ -76,11 +76,9 @@ def at(offsets: list[int], values: list[str]) -> list[tuple[int, str]]:
     return [(T0 + o, v) for o, v in zip(offsets, values, strict=True)]
 
 
-@pytest.fixture(scope="module")
-def hand_built(tmp_path_factory) -> tuple[Warehouse, dict[str, dict[str, str]]]:
-    base = small_month_landing(tmp_path_factory)
-    work = tmp_path_factory.mktemp("inference")
-    landing = copy_landing(base, work / "landing")
+def land_serving_counters(landing: Path) -> dict[str, dict[str, str]]:
+    """The generator's serving counters of a landing zone replaced by the hand-written ones above
+    (and two bad files); returns the three pods they name, by engine."""
     serving = landing / "metrics" / "serving"
     cluster = next((landing / "metrics" / "kube").iterdir()).name
     for path in sorted(serving.rglob("*"), reverse=True):  # the generator's counters make way
@@ -143,8 +141,16 @@ def hand_built(tmp_path_factory) -> tuple[Warehouse, dict[str, dict[str, str]]]:
     for name, series in files.items():
         (folder / name).write_text(response(series), encoding="utf-8")
     (folder / "tgi_request_success.truncated.json").write_text('{"status":"succ', "utf-8")
-    warehouse = build(landing, work / "build")
-    return warehouse, {"vllm": a, "tgi": b, "triton": c}
+    return {"vllm": a, "tgi": b, "triton": c}
+
+
+@pytest.fixture(scope="module")
+def hand_built(tmp_path_factory) -> tuple[Warehouse, dict[str, dict[str, str]]]:
+    """The small month with these counters, built: the session's small month of cases
+    (landing_zones.small_month_cases), whose FOCUS bill is test_focus14's 1.4 rewrite (the same
+    allocation as the 1.0 bill's, which test_focus14 checks; the serving counters read neither)."""
+    warehouse, cases = small_month_cases(tmp_path_factory)
+    return warehouse, cases["serving_counters"]
 
 
 def pod_key(cluster: str, pod: dict[str, str]) -> str:

@@ -1,7 +1,8 @@
 """Native billing formats end to end: the real AWS CUR, Azure EA and OCI samples and the FOCUS spec's
 commitment examples build and reconcile to exactly 0; every AWS line item type gets the billed and
 amortised cost AWS documents; negative lines, credits without a resource, a re-delivered month and a
-two-currency bill are all accounted for. One warehouse is built for the whole module."""
+two-currency bill are all accounted for. One warehouse is built for the whole session (conftest's
+native_warehouse, which test_commitment_term's bill shares)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.python.conftest import SHARED_DATA, _build
+from tests.python.conftest import NATIVE_CASES_VARS, SHARED_DATA
 
-pytestmark = pytest.mark.warehouse
+# one xdist group with test_commitment_term, which reads the same session warehouse (conftest.
+# native_warehouse): one worker builds it while the other gets on with other suites, none waits on it
+pytestmark = [pytest.mark.warehouse, pytest.mark.xdist_group("native_warehouse")]
 
 BILLING = SHARED_DATA / "billing"
 LEGACY_CUR = BILLING / "aws_legacy_cur_sample_focus_converters.csv"
@@ -313,12 +316,13 @@ def _write_cur2_parquet(path: Path) -> None:
         )
 
 
-@pytest.fixture(scope="module")
-def native_warehouse(tmp_path_factory):
+def land_native_cases(landing: Path) -> None:
+    """The real native samples and this module's synthetic cases (each in an account of its own),
+    written into a new landing zone. Built by conftest's session fixture ``native_warehouse`` (with
+    test_commitment_term's bill beside them, in its own account)."""
     for sample in (LEGACY_CUR, AZURE_ACTUAL_CAD, AZURE_ACTUAL, AZURE_AMORTIZED, OCI, SPEC_EXAMPLES):
         if not sample.exists():
             pytest.fail(f"real billing sample missing: {sample} (see ../shared/data/README.md)")
-    landing = tmp_path_factory.mktemp("native") / "landing"
     billing = landing / "billing"
     (billing / "aws_cur" / "sample").mkdir(parents=True)
     shutil.copyfile(LEGACY_CUR, billing / "aws_cur" / "sample" / LEGACY_CUR.name)
@@ -380,12 +384,6 @@ def native_warehouse(tmp_path_factory):
     (billing / "focus" / "focus_1_4" / "export.csv").write_text(FOCUS_14, encoding="utf-8")
     (billing / "focus" / "focus_1_3").mkdir(parents=True)
     (billing / "focus" / "focus_1_3" / "export.csv").write_text(FOCUS_13, encoding="utf-8")
-    return _build(
-        landing,
-        tmp_path_factory.mktemp("native_build"),
-        "--vars",
-        "{gpucost_default_billing_currency: USD}",
-    )
 
 
 def _read(path: Path) -> list[dict]:
@@ -589,10 +587,11 @@ def test_rebuilding_on_the_same_files_changes_nothing(native_warehouse):
         " charge_id, owner)) from (select charge_id, billed_cost, effective_cost,"
         " team_id || '/' || project_id || '/' || allocation_kind as owner from marts.fct_cost_allocation)"
     )
-    before = native_warehouse.sql(query)
-    result = native_warehouse.dbt("build", "--vars", "{gpucost_default_billing_currency: USD}")
+    # a copy of the built warehouse, rebuilt (the session's is read by other tests meanwhile)
+    rebuilt = native_warehouse.copy("rebuilt")
+    result = native_warehouse.dbt("build", *NATIVE_CASES_VARS, warehouse=rebuilt)
     assert result.returncode == 0, result.stdout[-3000:]
-    assert native_warehouse.sql(query) == before
+    assert native_warehouse.sql(query, warehouse=rebuilt) == native_warehouse.sql(query)
 
 
 def test_cost_components_name_what_each_line_bought(native_warehouse):

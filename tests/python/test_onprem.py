@@ -4,12 +4,11 @@ flow through the same allocation as cloud lines, exact to 1e-18 and reconciled."
 from __future__ import annotations
 
 import json
-import shutil
 from decimal import Decimal
 
 import pytest
 
-from tests.python.conftest import _build
+from tests.python.landing_zones import build, copy_landing, small_month_landing
 
 pytestmark = pytest.mark.warehouse
 
@@ -33,12 +32,17 @@ ENERGY = [
 
 
 @pytest.fixture(scope="module")
-def onprem_warehouse(generated_warehouse, tmp_path_factory):
-    ((node, cluster),) = generated_warehouse.sql(
-        "select node_name, cluster_id from staging.stg_kube__nodes order by 1 limit 1"
+def onprem_warehouse(tmp_path_factory):
+    # the session's small month (one day, October's first, of two GPU nodes with workloads): a
+    # smaller build than the generated month's; the items are on its first node by name
+    landing = copy_landing(
+        small_month_landing(tmp_path_factory), tmp_path_factory.mktemp("onprem") / "landing"
     )
-    landing = tmp_path_factory.mktemp("onprem") / "landing"
-    shutil.copytree(generated_warehouse.landing, landing)
+    node, cluster = min(
+        (series["metric"]["node"], series["metric"]["cluster"])
+        for path in landing.glob("metrics/kube/*/*/kube_node_info.json")
+        for series in json.loads(path.read_text())["data"]["result"]
+    )
     (landing / "billing" / "onprem").mkdir(parents=True)
     # and one item that cannot be depreciated (0 months): quarantined beside the good ones, whose
     # amounts and reconciliation the tests below check to the 1e-18 (one build for both)
@@ -57,7 +61,7 @@ def onprem_warehouse(generated_warehouse, tmp_path_factory):
         "data": {"resultType": "matrix", "result": [{"metric": series, "values": ENERGY}]},
     }
     (landing / "metrics" / "dcgm" / cluster / "energy.json").write_text(json.dumps(doc))
-    warehouse = _build(landing, tmp_path_factory.mktemp("onprem_build"))
+    warehouse = build(landing, tmp_path_factory.mktemp("onprem_build"))
     warehouse.node = node
     return warehouse
 

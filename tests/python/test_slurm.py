@@ -61,21 +61,28 @@ def _landing(root: Path) -> Path:
     return landing
 
 
-def _build(root: Path, *extra: str) -> Warehouse:
+def _build(root: Path, *select: str) -> Warehouse:
     landing = _landing(root)
     work = root / "work"
     work.mkdir()
     warehouse = Warehouse(landing=landing, path=work / "gpucost.duckdb", work=work)
-    result = run_dbt(
-        landing, warehouse.path, work, "build", "--select", "+int_slurm_allocation_nodes", *extra
-    )
+    result = run_dbt(landing, warehouse.path, work, "build", "--select", *select)
     assert result.returncode == 0, result.stdout[-5000:]
     return warehouse
 
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory) -> Warehouse:
-    return _build(tmp_path_factory.mktemp("slurm"))
+    """The dumps built up to the Slurm allocations and the workload features (one build for the
+    module): only the data tests all of whose parents are built (a test of int_workload_features
+    also reads a mart; every test of the allocations' parents is built)."""
+    return _build(
+        tmp_path_factory.mktemp("slurm"),
+        "+int_slurm_allocation_nodes",
+        "+int_workload_features",
+        "--indirect-selection",
+        "buildable",
+    )
 
 
 def test_every_line_is_a_record(slurm):
@@ -164,7 +171,10 @@ def test_cluster_column_and_elapsed_without_elapsed_raw(slurm):
 
 
 def test_controller_time_zone_is_converted_to_utc(tmp_path):
-    warehouse = _build(tmp_path, "--vars", "{gpucost_slurm_timezone: Europe/Berlin}")
+    # only the job records, where the conversion is made
+    warehouse = _build(
+        tmp_path, "+stg_slurm__job_records", "--vars", "{gpucost_slurm_timezone: Europe/Berlin}"
+    )
     (started,) = warehouse.sql(
         "select cast(started_at as varchar) from staging.stg_slurm__job_records"
         " where allocation_id = 'hpc-east/1001' and is_allocation"
@@ -172,17 +182,10 @@ def test_controller_time_zone_is_converted_to_utc(tmp_path):
     assert started == "2026-09-30 22:05:00"  # 00:05 CEST (UTC+2)
 
 
-def test_submit_line_and_work_dir_are_attribution_signals(tmp_path):
+def test_submit_line_and_work_dir_are_attribution_signals(slurm):
     """A Slurm job is a row of int_workload_features like a pod: its SubmitLine is the launch line,
     its WorkDir the working directory, its JobName the owner name (gpucost.core.attribution reads them)."""
-    landing = _landing(tmp_path)
-    work = tmp_path / "work"
-    work.mkdir()
-    warehouse = Warehouse(landing=landing, path=work / "gpucost.duckdb", work=work)
-    # only the tests all of whose parents are built (a test that also reads a mart is left out)
-    select = ("--select", "+int_workload_features", "--indirect-selection", "buildable")
-    result = run_dbt(landing, warehouse.path, work, "build", *select)
-    assert result.returncode == 0, result.stdout[-5000:]
+    warehouse = slurm
     rows = warehouse.sql(
         "select command_line, working_dir, created_by_kind, created_by_name, partition_name,"
         " known_project_id from intermediate.int_workload_features"
