@@ -18,26 +18,39 @@ requested*complexity              8.75 x 1.5/2.1  8.75 x 0.6/2.1 = 6.25 / 2.50 /
 
 (the complexity row: the workloads' part, 1.75 of 2 GPU-hours = 8.75 of 10.00, shared by 1 x 1.5 = 1.5
 and 0.75 x 0.8 = 0.6 weighted GPU-hours; the idle part keeps its 1.25.)
+
+The node-hour is landed three times, once per row of the table, each in its own cluster: ``bases`` (no
+pool), ``bases-used`` and ``bases-cx`` (a landed pool each), billing account ``acct-bases``, beside the
+other hand-built suites' cases (tests/python/hand_cases.py), built once under idle policy `visible`.
 """
 
 from __future__ import annotations
 
 import csv
-import shutil
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-from tests.python.conftest import Warehouse, run_dbt
+from tests.python import hand_cases
+from tests.python.hand_cases import (
+    A100,
+    MINUTES,
+    Warehouse,
+    node_hour_line,
+    series,
+    write_focus,
+    write_prom,
+)
 from tests.python.reference.allocation import prorate_node_lines, spread_idle
-from tests.python.test_shared_gpus import A100, MINUTES, series, write_prom
 
 D = Decimal
 POOLS_HEADER = [
     "pool_id", "priority", "cluster_pattern", "node_pattern", "gpu_model_pattern",
     "gpu_allocation_basis", "complexity_weighting", "description",
 ]  # fmt: skip
+# cluster -> its node's landed pool (basis, complexity weighting), if any
+CLUSTERS = {"bases": None, "bases-used": ("used", False), "bases-cx": ("requested", True)}
 
 
 def test_pool_basis_and_complexity_in_the_core():
@@ -95,16 +108,37 @@ def test_idle_policies_on_the_worked_example(policy, expected):
     assert sum(r["allocation_ratio"] for r in rows) == D("0.125")
 
 
-def make_landing(root: Path) -> Path:
-    landing = root / "landing"
+def write_case(landing: Path) -> None:
+    """This suite's case in ``landing``: the node-hour once per cluster of ``CLUSTERS``, and the pools
+    (tests/python/hand_cases.py lands it beside the other suites')."""
+    for cluster in CLUSTERS:
+        write_node_hour(landing, cluster)
+    pools = landing / "reference" / "allocation_pools" / "bases.csv"
+    pools.parent.mkdir(parents=True, exist_ok=True)
+    with pools.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(POOLS_HEADER)
+        for cluster, pool in CLUSTERS.items():
+            if pool is not None:
+                basis, weighting = pool
+                writer.writerow([f"a100-{basis}", "10", f"^{cluster}$", "", "A100", basis,
+                                 str(weighting).lower(), "test pool"])  # fmt: skip
+        writer.writerow(["never", "20", "^nope$", "", "", "max", "false", "matches no node"])
+    write_focus(
+        landing / "billing" / "focus" / "2026-10" / "allocation_bases.csv",
+        [node_hour_line("acct-bases", f"i-{cluster}", "10.00") for cluster in CLUSTERS],
+    )
+
+
+def write_node_hour(landing: Path, cluster: str) -> None:
     node = "n2"
-    train = {"namespace": "ml", "pod": "llm-train-worker-0", "uid": "uid-train"}
-    sweep = {"namespace": "ml", "pod": "hpo-sweep-7-x1", "uid": "uid-sweep"}
+    train = {"namespace": "ml", "pod": "llm-train-worker-0", "uid": f"uid-train-{cluster}"}
+    sweep = {"namespace": "ml", "pod": "hpo-sweep-7-x1", "uid": f"uid-sweep-{cluster}"}
     first45 = MINUTES[:45]
     kube = {
         "kube_node_info": [
-            series({"__name__": "kube_node_info", "node": node, "provider_id": "aws:///us-east-1a/i-n2"},
-                   MINUTES, "1")
+            series({"__name__": "kube_node_info", "node": node,
+                    "provider_id": f"aws:///us-east-1a/i-{cluster}"}, MINUTES, "1")
         ],
         "kube_pod_info": [
             series({"__name__": "kube_pod_info", **train, "node": node, "created_by_kind": "PyTorchJob",
@@ -123,10 +157,10 @@ def make_landing(root: Path) -> Path:
         ],
     }  # fmt: skip
     for metric, items in kube.items():
-        write_prom(landing / "metrics" / "kube" / "k8s" / "2026-10-01" / f"{metric}.json", items)
+        write_prom(landing / "metrics" / "kube" / cluster / "2026-10-01" / f"{metric}.json", items)
 
     def gpu(index: str, **labels: str) -> dict[str, str]:
-        return {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": index, "UUID": f"GPU-n2-{index}",
+        return {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": index, "UUID": f"GPU-{cluster}-{index}",
                 "Hostname": node, "modelName": A100, **labels}  # fmt: skip
 
     dcgm = [
@@ -135,70 +169,45 @@ def make_landing(root: Path) -> Path:
         series(gpu("1"), MINUTES[45:], "0"),
     ]
     write_prom(
-        landing / "metrics" / "dcgm" / "k8s" / "2026-10-01" / "DCGM_FI_DEV_GPU_UTIL.json", dcgm
+        landing / "metrics" / "dcgm" / cluster / "2026-10-01" / "DCGM_FI_DEV_GPU_UTIL.json", dcgm
     )
-    bill = landing / "billing" / "focus" / "2026-10" / "focus.csv"
-    bill.parent.mkdir(parents=True)
-    with bill.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["BillingAccountId", "BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd",
-                         "ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory", "ChargeDescription",
-                         "ProviderName", "ServiceName", "ServiceCategory", "ResourceId", "BilledCost",
-                         "EffectiveCost", "InvoiceId", "Tags"])  # fmt: skip
-        writer.writerow(["acct", "USD", "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z",
-                         "2026-10-01T10:00:00Z", "2026-10-01T11:00:00Z", "Usage", "GPU node", "AWS",
-                         "Amazon EC2", "Compute", "i-n2", "10.00", "10.00", "INV-1", ""])  # fmt: skip
-    return landing
 
 
-def with_pool(landing: Path, root: Path, basis: str, weighting: bool) -> Path:
-    copy = root / "landing"
-    shutil.copytree(landing, copy)
-    pools = copy / "reference" / "allocation_pools" / "pools.csv"
-    pools.parent.mkdir(parents=True)
-    with pools.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(POOLS_HEADER)
-        writer.writerow(["a100", "10", "", "", "A100", basis, str(weighting).lower(), "test pool"])
-        writer.writerow(["never", "20", "^nope$", "", "", "max", "false", "matches no node"])
-    return copy
-
-
-def build(landing: Path, work: Path) -> Warehouse:
-    work.mkdir(parents=True)
-    warehouse = Warehouse(landing=landing, path=work / "gpucost.duckdb", work=work)
-    result = run_dbt(
-        landing, warehouse.path, work, "build", "--vars", "{gpucost_idle_policy: visible}"
-    )
-    assert result.returncode == 0, result.stdout[-6000:]
-    return warehouse
-
-
-def money(warehouse: Warehouse) -> dict[str, tuple[Decimal, str]]:
+def money(warehouse: Warehouse, cluster: str) -> dict[str, tuple[Decimal, str]]:
     rows = warehouse.sql(
         "select coalesce(split_part(workload_id, '/', 3), allocation_kind), sum(billed_cost),"
-        " min(allocation_basis) from marts.fct_cost_allocation where resource_id = 'i-n2' group by 1"
+        " min(allocation_basis) from marts.fct_cost_allocation"
+        f" where resource_id = 'i-{cluster}' group by 1"
     )
     assert sum(cost for _, cost, _ in rows) == D("10.00")
     return {k: (v.normalize(), basis) for k, v, basis in rows}
 
 
-@pytest.fixture(scope="module")
-def landing(tmp_path_factory) -> Path:
-    return make_landing(tmp_path_factory.mktemp("bases"))
+def pool_of(warehouse: Warehouse, cluster: str) -> str | None:
+    ((pool,),) = warehouse.sql(
+        f"select pool_id from intermediate.int_gpu_node_lines where cluster_id = '{cluster}'"
+    )
+    return pool
+
+
+@pytest.fixture
+def hand_variant_warehouse(tmp_path_factory) -> Warehouse:
+    return hand_cases.hand_variant_warehouse(tmp_path_factory)
 
 
 @pytest.mark.warehouse
-def test_default_basis_is_requested_and_workload_classes_are_inferred(landing, tmp_path):
-    warehouse = build(landing, tmp_path / "work")
-    assert money(warehouse) == {
+def test_default_basis_is_requested_and_workload_classes_are_inferred(hand_variant_warehouse):
+    warehouse = hand_variant_warehouse
+    assert money(warehouse, "bases") == {
         "llm-train-worker-0": (D("5"), "requested"),
         "hpo-sweep-7-x1": (D("3.75"), "requested"),
         "idle": (D("1.25"), "idle_visible"),
     }
+    assert pool_of(warehouse, "bases") is None
     classes = warehouse.sql(
         "select split_part(workload_id, '/', 3), workload_class, class_source, complexity_weight"
-        " from intermediate.int_workload_classes order by 1"
+        " from intermediate.int_workload_classes where split_part(workload_id, '/', 1) = 'bases'"
+        " order by 1"
     )
     assert classes == [
         ("hpo-sweep-7-x1", "hyperparameter_tuning", "inferred", D("0.8")),
@@ -207,22 +216,20 @@ def test_default_basis_is_requested_and_workload_classes_are_inferred(landing, t
 
 
 @pytest.mark.warehouse
-def test_a_pool_on_the_used_basis(landing, tmp_path):
-    warehouse = build(with_pool(landing, tmp_path, "used", False), tmp_path / "work")
-    assert money(warehouse) == {
+def test_a_pool_on_the_used_basis(hand_variant_warehouse):
+    assert money(hand_variant_warehouse, "bases-used") == {
         "llm-train-worker-0": (D("4"), "used"),
         "hpo-sweep-7-x1": (D("1.5"), "used"),
         "idle": (D("4.5"), "idle_visible"),
     }
-    (pool,) = warehouse.sql("select pool_id from intermediate.int_gpu_node_lines")[0]
-    assert pool == "a100"
+    assert pool_of(hand_variant_warehouse, "bases-used") == "a100-used"
 
 
 @pytest.mark.warehouse
-def test_a_pool_weighting_heavy_training_above_tuning(landing, tmp_path):
-    warehouse = build(with_pool(landing, tmp_path, "requested", True), tmp_path / "work")
-    assert money(warehouse) == {
+def test_a_pool_weighting_heavy_training_above_tuning(hand_variant_warehouse):
+    assert money(hand_variant_warehouse, "bases-cx") == {
         "llm-train-worker-0": (D("6.25"), "requested*complexity"),
         "hpo-sweep-7-x1": (D("2.5"), "requested*complexity"),
         "idle": (D("1.25"), "idle_visible"),
     }
+    assert pool_of(hand_variant_warehouse, "bases-cx") == "a100-requested"

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -98,59 +99,86 @@ def test_a_build_killed_midway_then_rerun_gives_identical_marts(generated_wareho
     assert fingerprints(warehouse) == fingerprints(generated_warehouse.path)
 
 
-def test_an_incremental_run_with_late_telemetry_equals_a_full_refresh(
-    generated_warehouse, tmp_path
-):
-    # day 3's telemetry arrives late: build without it, land it, build again (incremental, with a
-    # 6-hour lookback so the run really is partial), and compare with the full build of everything
-    landing = tmp_path / "landing"
+LOOKBACK = ("--vars", "{gpucost_lookback_hours: 6}")
+
+
+@dataclass
+class LateTelemetry:
+    """The generated month built incrementally: without its last day's telemetry, then with it."""
+
+    landing: Path
+    warehouse: Path
+    second_stdout: str
+    first_loaded: dict[str, dict[str, str]]  # kind -> file -> loaded_at, after the first build
+    late_files: set[str]  # the telemetry files that landed late
+
+
+def loaded(warehouse: Path, landing: Path, kind: str, tombstones: bool = False) -> dict[str, str]:
+    """Each telemetry file of ``kind`` (dcgm, kube) the staging tables hold: when it was read."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        rows = con.sql(
+            f"select source_file, min(loaded_at), max(loaded_at) from staging.base_{kind}__series"
+            f" where (source_file_size is null) = {tombstones} group by 1"
+        ).fetchall()
+    assert all(first == last for _, first, last in rows)
+    return {Path(file).relative_to(landing).as_posix(): str(first) for file, first, _ in rows}
+
+
+@pytest.fixture(scope="module")
+def late_telemetry(generated_warehouse, tmp_path_factory) -> LateTelemetry:
+    """Day 3's telemetry arrives late: build without it, land it, build again (incremental, with a
+    6-hour lookback so the run really is partial). Shared by the two tests below (one incremental
+    sequence, not two): the first only reads the warehouse; the second changes the landing zone in
+    place afterwards (the staging tables know each file by its path, so a copy would be new files)."""
+    root = tmp_path_factory.mktemp("late_telemetry")
+    landing = root / "landing"
     shutil.copytree(generated_warehouse.landing, landing)
     days = sorted({p.name for p in (landing / "metrics").glob("*/*/*") if p.is_dir()})
-    late = tmp_path / "late"
+    late = root / "late"
+    late_files = set()
     for folder in sorted((landing / "metrics").glob(f"*/*/{days[-1]}")):
+        late_files |= {f.relative_to(landing).as_posix() for f in folder.rglob("*") if f.is_file()}
         shutil.move(folder, late / folder.relative_to(landing))
-    warehouse = tmp_path / "incremental.duckdb"
-    lookback = ("--vars", "{gpucost_lookback_hours: 6}")
-    first = run_dbt(landing, warehouse, tmp_path, "build", *lookback)
+    warehouse = root / "incremental.duckdb"
+    first = run_dbt(landing, warehouse, root, "build", *LOOKBACK)
     assert first.returncode == 0, first.stdout[-4000:]
+    first_loaded = {kind: loaded(warehouse, landing, kind) for kind in ("dcgm", "kube")}
     for folder in sorted((late / "metrics").glob(f"*/*/{days[-1]}")):
         shutil.move(folder, landing / folder.relative_to(late))
-    second = run_dbt(landing, warehouse, tmp_path, "build", *lookback)
+    second = run_dbt(landing, warehouse, root, "build", *LOOKBACK)
     assert second.returncode == 0, second.stdout[-4000:]
-    assert "incremental model intermediate.int_gpu_usage_hourly" in second.stdout
-    assert fingerprints(warehouse, "intermediate") == fingerprints(
+    return LateTelemetry(landing, warehouse, second.stdout, first_loaded, late_files)
+
+
+def test_an_incremental_run_with_late_telemetry_equals_a_full_refresh(
+    late_telemetry, generated_warehouse
+):
+    # the incremental build of late_telemetry against the full build of everything
+    assert "incremental model intermediate.int_gpu_usage_hourly" in late_telemetry.second_stdout
+    assert fingerprints(late_telemetry.warehouse, "intermediate") == fingerprints(
         generated_warehouse.path, "intermediate"
     )
-    assert fingerprints(warehouse) == fingerprints(generated_warehouse.path)
+    assert fingerprints(late_telemetry.warehouse) == fingerprints(generated_warehouse.path)
 
 
 def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(
-    generated_warehouse, tmp_path
+    late_telemetry, generated_warehouse, tmp_path
 ):
-    # the staging tables read each landed file once: a second build reads nothing again; a file
-    # re-delivered with other values (day 1, far outside a 6-hour lookback) is read again and its hours
-    # are recomputed; files that disappear (a whole cluster-day of DCGM) leave only a tombstone row and
-    # their hours are recomputed too. The result equals a fresh build of what is landed then.
-    landing = tmp_path / "landing"
-    shutil.copytree(generated_warehouse.landing, landing)
+    # the staging tables read each landed file once: a second build reads nothing again (only the late
+    # files); a file re-delivered with other values (day 1, far outside a 6-hour lookback) is read again
+    # and its hours are recomputed; files that disappear (a whole cluster-day of DCGM) leave only a
+    # tombstone row and their hours are recomputed too. The result equals a fresh build of what is
+    # landed then.
+    landing = late_telemetry.landing
     warehouse = tmp_path / "incremental.duckdb"
-    lookback = ("--vars", "{gpucost_lookback_hours: 6}")
-    assert run_dbt(landing, warehouse, tmp_path, "build", *lookback).returncode == 0
-
-    def loaded(kind: str, tombstones: bool = False) -> dict[str, str]:
-        with duckdb.connect(str(warehouse), read_only=True) as con:
-            rows = con.sql(
-                f"select source_file, min(loaded_at), max(loaded_at) from staging.base_{kind}__series"
-                f" where (source_file_size is null) = {tombstones} group by 1"
-            ).fetchall()
-        assert all(first == last for _, first, last in rows)
-        return {Path(file).relative_to(landing).as_posix(): str(first) for file, first, _ in rows}
-
-    first_dcgm, first_kube = loaded("dcgm"), loaded("kube")
-    # the readers run again on an unchanged landing zone (only they: nothing downstream is asserted)
-    again = ("--select", "base_dcgm__series", "base_kube__series")
-    assert run_dbt(landing, warehouse, tmp_path, "run", *again, *lookback).returncode == 0
-    assert loaded("dcgm") == first_dcgm and loaded("kube") == first_kube
+    shutil.copyfile(late_telemetry.warehouse, warehouse)
+    first_dcgm, first_kube = loaded(warehouse, landing, "dcgm"), loaded(warehouse, landing, "kube")
+    for kind, files in (("dcgm", first_dcgm), ("kube", first_kube)):
+        before = late_telemetry.first_loaded[kind]
+        assert before and {file: files[file] for file in before} == before
+        assert set(files) - set(before) == {
+            file for file in late_telemetry.late_files if file.startswith(f"metrics/{kind}/")
+        }
 
     clusters = sorted(p for p in (landing / "metrics" / "dcgm").iterdir() if p.is_dir())
     assert len(clusters) >= 2
@@ -166,13 +194,13 @@ def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(
     removed_kube = next((landing / "metrics" / "kube").glob("*/*/kube_node_status_capacity.json"))
     removed_kube.unlink()
 
-    second = run_dbt(landing, warehouse, tmp_path, "build", *lookback)
+    second = run_dbt(landing, warehouse, tmp_path, "build", *LOOKBACK)
     assert second.returncode == 0, second.stdout[-4000:]
-    after_dcgm, after_kube = loaded("dcgm"), loaded("kube")
+    after_dcgm, after_kube = loaded(warehouse, landing, "dcgm"), loaded(warehouse, landing, "kube")
     changed = {file for file in after_dcgm if after_dcgm[file] != first_dcgm.get(file)}
     assert changed == {redelivered.relative_to(landing).as_posix()}
     assert set(first_dcgm) - set(after_dcgm) == removed
-    assert set(loaded("dcgm", tombstones=True)) == removed
+    assert set(loaded(warehouse, landing, "dcgm", tombstones=True)) == removed
     assert set(first_kube) - set(after_kube) == {removed_kube.relative_to(landing).as_posix()}
     assert after_kube == {file: first_kube[file] for file in after_kube}
 

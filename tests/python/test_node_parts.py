@@ -13,23 +13,34 @@ The pure core first (gpucost.core.node_parts), then one hand-built node-hour who
 * GPU: g requested the GPU all hour: 3.926016.
 * g pays 4.1842835, c pays 0.1002125; together exactly 4.284496. Under var gpucost_node_cost_split:
   gpu_only, g pays all of it and c nothing.
+
+The node-hour is cluster ``parts``, billing account ``acct-parts``, landed beside the other hand-built
+suites' cases (tests/python/hand_cases.py) and built once per set of vars.
 """
 
 from __future__ import annotations
 
-import csv
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-from tests.python.conftest import Warehouse, run_dbt
+from tests.python import hand_cases
+from tests.python.hand_cases import (
+    A100,
+    MINUTES,
+    Warehouse,
+    node_hour_line,
+    series,
+    write_focus,
+    write_prom,
+)
 from tests.python.reference.node_parts import part_totals, prorate_compute_parts, split_line_parts
-from tests.python.test_shared_gpus import A100, MINUTES, series, write_prom
 
 D = Decimal
 GIB = 1024**3
 LINE = "4.284496"
+CLUSTER, ACCOUNT = "parts", "acct-parts"
 
 
 # ---- the pure core --------------------------------------------------------------------------
@@ -135,8 +146,8 @@ def test_requests_above_capacity_share_the_part_without_idle():
 # ---- one node-hour through dbt build ----------------------------------------------------------
 
 
-def make_landing(root: Path) -> Path:
-    landing = root / "landing"
+def write_case(landing: Path) -> None:
+    """This suite's case in ``landing`` (tests/python/hand_cases.py lands it beside the others')."""
     node = "cpun"
     kube: dict[str, list[dict]] = {
         "kube_node_info": [
@@ -170,38 +181,28 @@ def make_landing(root: Path) -> Path:
                         "node": node, "resource": resource, "unit": unit}, MINUTES, value)
             )  # fmt: skip
     for metric, items in kube.items():
-        write_prom(landing / "metrics" / "kube" / "k8s" / "2026-10-01" / f"{metric}.json", items)
+        write_prom(landing / "metrics" / "kube" / CLUSTER / "2026-10-01" / f"{metric}.json", items)
     gpu = {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "UUID": "GPU-cpun", "Hostname": node,
            "modelName": A100, "namespace": "ml", "pod": "g"}  # fmt: skip
     write_prom(
-        landing / "metrics" / "dcgm" / "k8s" / "2026-10-01" / "DCGM_FI_DEV_GPU_UTIL.json",
+        landing / "metrics" / "dcgm" / CLUSTER / "2026-10-01" / "DCGM_FI_DEV_GPU_UTIL.json",
         [series(gpu, MINUTES, "60")],
     )
-    bill = landing / "billing" / "focus" / "2026-10" / "focus.csv"
-    bill.parent.mkdir(parents=True)
-    with bill.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["BillingAccountId", "BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd",
-                         "ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory", "ChargeDescription",
-                         "ProviderName", "ServiceName", "ServiceCategory", "ResourceId", "BilledCost",
-                         "EffectiveCost", "InvoiceId", "Tags"])  # fmt: skip
-        writer.writerow(["acct", "USD", "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z",
-                         "2026-10-01T10:00:00Z", "2026-10-01T11:00:00Z", "Usage", "GPU node", "AWS",
-                         "Amazon EC2", "Compute", "i-cpun", LINE, LINE, "INV-1", ""])  # fmt: skip
-    return landing
+    write_focus(
+        landing / "billing" / "focus" / "2026-10" / "node_parts.csv",
+        [node_hour_line(ACCOUNT, "i-cpun", LINE)],
+    )
 
 
-@pytest.fixture(scope="module")
-def landing(tmp_path_factory) -> Path:
-    return make_landing(tmp_path_factory.mktemp("node_parts"))
+@pytest.fixture
+def hand_warehouse(tmp_path_factory) -> Warehouse:
+    return hand_cases.hand_warehouse(tmp_path_factory)
 
 
-def build(landing: Path, work: Path, *extra: str) -> Warehouse:
-    work.mkdir(parents=True)
-    warehouse = Warehouse(landing=landing, path=work / "gpucost.duckdb", work=work)
-    result = run_dbt(landing, warehouse.path, work, "build", *extra)
-    assert result.returncode == 0, result.stdout[-6000:]
-    return warehouse
+@pytest.fixture
+def hand_variant_warehouse(tmp_path_factory) -> Warehouse:
+    """Built under var gpucost_node_cost_split: gpu_only (hand_cases.VARIANT_VARS)."""
+    return hand_cases.hand_variant_warehouse(tmp_path_factory)
 
 
 def money_by(warehouse: Warehouse, key: str) -> dict[str, Decimal]:
@@ -214,8 +215,8 @@ def money_by(warehouse: Warehouse, key: str) -> dict[str, Decimal]:
 
 
 @pytest.mark.warehouse
-def test_cpu_only_pod_on_a_gpu_node_pays_for_what_it_holds(landing, tmp_path):
-    warehouse = build(landing, tmp_path / "split")
+def test_cpu_only_pod_on_a_gpu_node_pays_for_what_it_holds(hand_warehouse):
+    warehouse = hand_warehouse
     assert money_by(warehouse, "project_id") == {"pg": D("4.1842835"), "pc": D("0.1002125")}
     assert money_by(warehouse, "cost_component") == {
         "compute_gpu": D("3.926016"),
@@ -232,16 +233,13 @@ def test_cpu_only_pod_on_a_gpu_node_pays_for_what_it_holds(landing, tmp_path):
         ("memory:idle_proportional", "idle", D("0.004237")),
         ("memory:requested", "usage", D("0.016948")),
     ]
-    (failures,) = warehouse.sql(
-        "select count(*) from marts.rpt_reconciliation where not is_reconciled"
-    )[0]
-    assert failures == 0
+    assert warehouse.sql(
+        "select count(*), count(case when not is_reconciled then 1 end) from marts.rpt_reconciliation"
+        f" where billing_account_id = '{ACCOUNT}'"
+    ) == [(1, 0)]
 
 
 @pytest.mark.warehouse
-def test_gpu_only_split_puts_the_whole_line_on_gpu_time(landing, tmp_path):
-    warehouse = build(
-        landing, tmp_path / "gpu_only", "--vars", "{gpucost_node_cost_split: gpu_only}"
-    )
-    assert money_by(warehouse, "project_id") == {"pg": D(LINE)}
-    assert money_by(warehouse, "cost_component") == {"compute_gpu": D(LINE)}
+def test_gpu_only_split_puts_the_whole_line_on_gpu_time(hand_variant_warehouse):
+    assert money_by(hand_variant_warehouse, "project_id") == {"pg": D(LINE)}
+    assert money_by(hand_variant_warehouse, "cost_component") == {"compute_gpu": D(LINE)}
