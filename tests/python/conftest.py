@@ -153,26 +153,28 @@ def _group(item) -> str:
     return item.nodeid
 
 
-# The suites that take longest, longest first (seconds of test time, `scripts/test.sh --durations=0`,
-# 2026-11-26): they are handed out first, so the two workers do not end with one long suite each
-# while the other idles (scripts/test.sh passes --no-loadscope-reorder, which keeps this order; xdist
-# would otherwise order groups by their number of tests). Only the order depends on this list.
+# The suites that take longest, longest first (CPU seconds of each suite run alone, measured
+# 2026-11-26 after the builds were shared: test_idempotency 310, test_native_bills with
+# test_commitment_term about 180, test_bad_inputs 152, then the suites of about 100-130 s): they are
+# handed out first, so the two workers do not end with one long suite each while the other idles
+# (scripts/test.sh passes --no-loadscope-reorder, which keeps this order; xdist would otherwise order
+# groups by their number of tests). Only the order depends on this list, never a result.
 LONGEST_FIRST = (
-    "test_idempotency",  # 278 s
-    "test_bad_inputs",  # 265 s
-    "test_bill_formats",  # 256 s
+    "test_idempotency",
     "test_native_bills",
-    "test_shared_gpus",  # 202 s
-    "test_collect",  # 127 s
-    "test_warehouse",  # 124 s
-    "test_allocation_bases",  # 120 s
-    "test_docs",  # 116 s
-    "test_attribution_warehouse",  # 113 s
-    "test_deliveries",
+    "test_bad_inputs",
+    "test_collect",
+    "test_docs",
+    "test_attribution_warehouse",
+    "test_warehouse",
     "test_real_telemetry",
-    "test_benchmark",  # 90 s
-    "test_node_parts",  # 77 s
-    "test_gate",  # 68 s
+    "test_benchmark",
+    "test_shared_gpus",
+    "test_bill_formats",
+    "test_storage",
+    "test_reservations",
+    "test_deliveries",
+    "test_gate",
 )
 
 
