@@ -94,6 +94,23 @@ def real_focus_warehouse(tmp_path_factory) -> Warehouse:
 
 
 @shared_fixture
+def hand_warehouse(tmp_path_factory) -> Warehouse:
+    """The hand-built cases of the shared-GPU, allocation-basis and node-part suites (one landing
+    zone, tests/python/hand_cases.py) under the default vars."""
+    from tests.python import hand_cases
+
+    return hand_cases.hand_warehouse(tmp_path_factory)
+
+
+@shared_fixture
+def hand_variant_warehouse(tmp_path_factory) -> Warehouse:
+    """The same cases under the variants' vars (hand_cases.VARIANT_VARS)."""
+    from tests.python import hand_cases
+
+    return hand_cases.hand_variant_warehouse(tmp_path_factory)
+
+
+@shared_fixture
 def native_warehouse(tmp_path_factory) -> Warehouse:
     """The native bill samples and cases of test_native_bills and test_commitment_term, one build."""
     return shared_build(

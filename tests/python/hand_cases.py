@@ -96,8 +96,8 @@ def _landing(tmp_path_factory) -> Path:
 
 
 def hand_warehouse(tmp_path_factory) -> Warehouse:
-    """The hand-built cases under the default vars, built once per session (a suite's function-scoped
-    fixture returns it: its tests then need no particular worker)."""
+    """The hand-built cases under the default vars, built once per session (conftest's session fixture
+    of the same name returns it)."""
     landing = _landing(tmp_path_factory)
     return shared_build(tmp_path_factory, "hand_cases_build", lambda _: landing)
 
@@ -109,14 +109,3 @@ def hand_variant_warehouse(tmp_path_factory) -> Warehouse:
     return shared_build(
         tmp_path_factory, "hand_cases_variant_build", lambda _: landing, *VARIANT_VARS
     )
-
-
-def copy_warehouse(warehouse: Warehouse, name: str) -> Path:
-    """A private copy of a shared warehouse's file, named as dbt's partial parse expects
-    (``<work>/<name>/gpucost.duckdb``), to build on."""
-    import shutil
-
-    target = warehouse.work / name / "gpucost.duckdb"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(warehouse.path, target)
-    return target

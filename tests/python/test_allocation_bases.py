@@ -32,7 +32,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.python import hand_cases
 from tests.python.hand_cases import (
     A100,
     MINUTES,
@@ -188,11 +187,6 @@ def pool_of(warehouse: Warehouse, cluster: str) -> str | None:
         f"select pool_id from intermediate.int_gpu_node_lines where cluster_id = '{cluster}'"
     )
     return pool
-
-
-@pytest.fixture
-def hand_variant_warehouse(tmp_path_factory) -> Warehouse:
-    return hand_cases.hand_variant_warehouse(tmp_path_factory)
 
 
 @pytest.mark.warehouse

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.python import hand_cases
 from tests.python.hand_cases import (
     A100,
     MINUTES,
@@ -192,17 +191,6 @@ def write_case(landing: Path) -> None:
         landing / "billing" / "focus" / "2026-10" / "node_parts.csv",
         [node_hour_line(ACCOUNT, "i-cpun", LINE)],
     )
-
-
-@pytest.fixture
-def hand_warehouse(tmp_path_factory) -> Warehouse:
-    return hand_cases.hand_warehouse(tmp_path_factory)
-
-
-@pytest.fixture
-def hand_variant_warehouse(tmp_path_factory) -> Warehouse:
-    """Built under var gpucost_node_cost_split: gpu_only (hand_cases.VARIANT_VARS)."""
-    return hand_cases.hand_variant_warehouse(tmp_path_factory)
 
 
 def money_by(warehouse: Warehouse, key: str) -> dict[str, Decimal]:

@@ -33,13 +33,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.python import hand_cases
 from tests.python.hand_cases import (
     A100,
     MINUTES,
     T0,
     Warehouse,
-    copy_warehouse,
     node_hour_line,
     series,
     write_focus,
@@ -201,16 +199,6 @@ def per_workload(
     }
 
 
-@pytest.fixture
-def hand_warehouse(tmp_path_factory) -> Warehouse:
-    return hand_cases.hand_warehouse(tmp_path_factory)
-
-
-@pytest.fixture
-def hand_variant_warehouse(tmp_path_factory) -> Warehouse:
-    return hand_cases.hand_variant_warehouse(tmp_path_factory)
-
-
 def test_seven_way_mig_split_of_one_gpu_hour(hand_warehouse):
     assert per_workload(hand_warehouse, "i-mig7") == {f"mig7-p{i}": D("1.00") for i in range(1, 8)}
 
@@ -306,7 +294,7 @@ def test_an_incremental_run_keeps_a_slots_own_step(hand_warehouse):
     )[0]
     assert latest == T0  # so the window of a lookback-0 run starts at 10:00
     assert slow_hours(hand_warehouse.path) == [(-3600, 3_600_000), (0, 600_000)]
-    warehouse = copy_warehouse(hand_warehouse, "incremental")
+    warehouse = hand_warehouse.copy("incremental")
     # only the usage model and what it reads: nothing downstream is asserted
     result = hand_warehouse.dbt(
         "build", "--select", "+int_gpu_usage_hourly", "--vars", "{gpucost_lookback_hours: 0}",
