@@ -1,7 +1,7 @@
 -- CPU and memory requests of pod containers over time (kube_pod_container_resource_requests, resource cpu in
 -- cores, memory in bytes), with the node: what every pod holds of a node's CPU and memory, GPU pods and
--- CPU-only pods alike. One row per container's request and sample time: a sample landed twice (a re-scraped
--- file beside the first, two exporters behind one job) counts once, and of two values the larger is kept.
+-- CPU-only pods alike. One row per container's request and sample time (one_row_per_sample: a sample landed
+-- twice counts once).
 with
 
 source as (
@@ -33,18 +33,20 @@ requests as (
 
 final as (
 
-    select
-        workload_id,
-        cluster_id,
-        namespace,
-        pod,
-        container,
-        node_name,
-        resource_part,
-        sampled_epoch,
-        max(requested_amount) as requested_amount
-    from requests
-    group by 1, 2, 3, 4, 5, 6, 7, 8
+    {{ one_row_per_sample(
+        'requests',
+        [
+            'workload_id',
+            'cluster_id',
+            'namespace',
+            'pod',
+            'container',
+            'node_name',
+            'resource_part',
+            'sampled_epoch',
+        ],
+        'requested_amount'
+    ) }}
 
 )
 

@@ -1,8 +1,7 @@
 -- GPU requests of pod containers over time (kube_pod_container_resource_requests): whole GPUs
 -- (nvidia_com_gpu), time-sliced replicas under a renamed resource (nvidia_com_gpu_shared, one replica each),
 -- and MIG instances (nvidia_com_mig_1g_10gb; the profile is kept so usage can price the slice).
--- One row per container's request and sample time: a sample landed twice (a re-scraped file beside the
--- first, two exporters behind one job) counts once, and of two values for one time the larger is kept.
+-- One row per container's request and sample time (one_row_per_sample: a sample landed twice counts once).
 with
 
 source as (
@@ -47,19 +46,21 @@ requests as (
 
 final as (
 
-    select
-        workload_id,
-        cluster_id,
-        namespace,
-        pod,
-        container,
-        node_name,
-        gpu_resource,
-        mig_profile,
-        sampled_epoch,
-        max(requested_gpus) as requested_gpus
-    from requests
-    group by 1, 2, 3, 4, 5, 6, 7, 8, 9
+    {{ one_row_per_sample(
+        'requests',
+        [
+            'workload_id',
+            'cluster_id',
+            'namespace',
+            'pod',
+            'container',
+            'node_name',
+            'gpu_resource',
+            'mig_profile',
+            'sampled_epoch',
+        ],
+        'requested_gpus'
+    ) }}
 
 )
 
