@@ -212,9 +212,9 @@ def _second_unit_without_the_generated_warehouse(items: list) -> None:
     first needs the session's generated warehouse (test_idempotency's do), both would otherwise wait
     on it at the start, one building, the other idle (its lock, landing_zones.shared): the longest
     suite-wide group (a module's, or a named one) that does not need it is moved to second place, so
-    the other worker starts on that. (Checked 2026-11-26 by collection: test_idempotency is one module
-    group and test_bad_inputs, which does not need it, already comes second, so this moves nothing
-    today; it keeps that so if test_idempotency's tests become groups of their own again.)"""
+    the other worker starts on that. (Checked 2026-11-26 by collection under LONGEST_FIRST: a
+    test_idempotency test comes first and needs it, and test_native_bills' group, next in the list,
+    has a test on it too, so test_bad_inputs, which does not, is moved to second place.)"""
     if not items or "generated_warehouse" not in items[0].fixturenames:
         return
     first = _group_name(items[0])
