@@ -272,7 +272,7 @@
         {%- endfor -%}
         {#- every other landed file of the folder (not a manifest): a type no reader reads, never ignored -#}
         {%- for file in landing_files('billing/' ~ format ~ '/**/*') if file not in files
-            and not modules.re.search('(?i)manifest[^/]*\.json$', file) -%}
+            and not modules.re.search('(?i)manifest[^/]*\\.json$', file) -%}
             {%- do facts.append({'source_file': file, 'bill_format': format, 'file_status': 'rejected',
                 'file_reason': 'not a bill file type this folder reads (' ~ bill_file_types(format)
                 ~ '): rename or convert it'}) -%}
