@@ -51,6 +51,7 @@ def demo_build(tmp_path_factory) -> tuple[Path, Path]:
         "test",
         "--exclude-resource-type",
         "unit_test",
+        "--write-json",
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     return warehouse, work / "target"
