@@ -26,7 +26,8 @@ trap '[ -n "$spark_pid" ] && kill -- -"$spark_pid" 2>/dev/null; rm -rf "$scratch
 mkdir -p "$scratch/landing"
 
 # The SQL layer on local Spark (docs/spark.md) builds in the background while sqlfluff and dbt parse run
-# (each mostly one core of two); its result is read before pytest, which wants both cores.
+# (each mostly one core of two); pytest starts when they are done, and the Spark build's result is read
+# after pytest (it ends in pytest's first minute: the core is not left idle waiting for it).
 echo "== dbt build on local Spark (target spark, selector sql_only; in the background)"
 setsid bash scripts/spark_build.sh "$scratch/spark" >"$scratch/spark.out" 2>&1 &
 spark_pid=$!
@@ -48,13 +49,6 @@ bash scripts/install_browser.sh
 echo "== prometheus and promtool for the collector test (Debian's prometheus package)"
 bash scripts/install_prometheus.sh
 
-echo "== dbt build on local Spark: result (seeds, SQL models, data tests; every table equal to DuckDB's)"
-spark_status=0
-wait "$spark_pid" || spark_status=$?
-spark_pid=""
-cat "$scratch/spark.out"
-[ "$spark_status" -eq 0 ] || { echo "spark build failed (exit $spark_status)"; exit 1; }
-
 echo "== pytest"
 # GPUCOST_TEST_WORKERS processes (default 2 = pytest-xdist, loadgroup; 1 = serial); extra arguments go to pytest
 workers="${GPUCOST_TEST_WORKERS:-2}"
@@ -64,5 +58,14 @@ if [ "$workers" != 1 ]; then
     # in conftest's order (the longest suites first), not xdist's (most tests first)
     parallel=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
 fi
-GPUCOST_REQUIRE_SPARK=1 .venv/bin/python -m pytest tests/python "${parallel[@]}" "$@"
+pytest_status=0
+GPUCOST_REQUIRE_SPARK=1 .venv/bin/python -m pytest tests/python "${parallel[@]}" "$@" || pytest_status=$?
+
+echo "== dbt build on local Spark: result (seeds, SQL models, data tests; every table equal to DuckDB's)"
+spark_status=0
+wait "$spark_pid" || spark_status=$?
+spark_pid=""
+cat "$scratch/spark.out"
+[ "$spark_status" -eq 0 ] || { echo "spark build failed (exit $spark_status)"; exit 1; }
+exit "$pytest_status"
 

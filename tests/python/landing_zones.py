@@ -113,22 +113,30 @@ def parse_template(folder: Path) -> Path:
     return folder / "target" / "partial_parse.msgpack"
 
 
-def run_dbt(
+@dataclass
+class DbtInvocation:
+    """A dbt command on this project as ``run_dbt`` gives it: its arguments (after ``dbt``), the
+    working folder (the warehouse file's) and the environment."""
+
+    args: list[str]
+    cwd: Path
+    env: dict[str, str]
+
+
+def dbt_invocation(
     landing: Path, warehouse: Path, work: Path, *args: str, unit_tests: bool | None = None
-) -> subprocess.CompletedProcess:
-    """Run dbt on this project against a landing zone and a warehouse file, target and logs in ``work``.
+) -> DbtInvocation:
+    """``dbt *args`` against a landing zone and a warehouse file, target and logs in ``work``, starting
+    from the session's partial parse (PARSE_TEMPLATE): the warehouse is named relative to its folder.
 
     ``unit_tests``: whether a ``dbt build`` runs the unit tests; by default only when it passes
-    ``--vars`` (the one build that runs them under the default vars is the generated warehouse's).
-
-    dbt runs in this test process (``in_process_dbt``) unless ``GPUCOST_TEST_DBT=subprocess``."""
-    from gpucost.commands.cli import dbt_env, dbt_executable
+    ``--vars`` (the one build that runs them under the default vars is the generated warehouse's)."""
+    from gpucost.commands.cli import dbt_env
 
     if unit_tests is None:
         unit_tests = "--vars" in args
     warehouse = Path(warehouse).resolve()
     warehouse.parent.mkdir(parents=True, exist_ok=True)
-    env = dbt_env(landing, Path(warehouse.name))
     target = work / "target"
     if PARSE_TEMPLATE is not None and not (target / "partial_parse.msgpack").exists():
         target.mkdir(parents=True, exist_ok=True)
@@ -140,16 +148,27 @@ def run_dbt(
         dbt_args += LEAN_RUN if "--write-json" not in args else LEAN_RUN[:2]
     dbt_args += ["--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR)]
     dbt_args += ["--target-path", str(target), "--log-path", str(work / "logs")]
+    return DbtInvocation(dbt_args, warehouse.parent, dbt_env(landing, Path(warehouse.name)))
+
+
+def run_dbt(
+    landing: Path, warehouse: Path, work: Path, *args: str, unit_tests: bool | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``dbt_invocation(...)``: in this test process (``in_process_dbt``), or as the ``dbt``
+    command under ``GPUCOST_TEST_DBT=subprocess``."""
+    from gpucost.commands.cli import dbt_executable
+
+    run = dbt_invocation(landing, warehouse, work, *args, unit_tests=unit_tests)
     if os.environ.get("GPUCOST_TEST_DBT") == "subprocess":
         return subprocess.run(
-            [dbt_executable(), *dbt_args],
-            cwd=warehouse.parent,
-            env=env,
+            [dbt_executable(), *run.args],
+            cwd=run.cwd,
+            env=run.env,
             capture_output=True,
             text=True,
             check=False,
         )
-    return in_process_dbt(dbt_args, cwd=warehouse.parent, env=env)
+    return in_process_dbt(run.args, cwd=run.cwd, env=run.env)
 
 
 _IN_PROCESS_DBT = threading.Lock()

@@ -18,8 +18,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from gpucost.commands.cli import dbt_env, dbt_executable
-from tests.python.conftest import PROJECT_DIR, run_dbt
+from gpucost.commands.cli import dbt_executable
+from tests.python.conftest import run_dbt
+from tests.python.landing_zones import WAREHOUSE_NAME, dbt_invocation
 
 pytestmark = pytest.mark.warehouse
 
@@ -74,15 +75,14 @@ def test_landing_every_file_twice_changes_no_mart(generated_warehouse, tmp_path)
 
 
 def test_a_build_killed_midway_then_rerun_gives_identical_marts(generated_warehouse, tmp_path):
-    warehouse = tmp_path / "killed.duckdb"
-    env = dbt_env(generated_warehouse.landing, warehouse)
+    # the dbt command run_dbt would run in this process, started as a process of its own to be killed
+    warehouse = tmp_path / "killed" / WAREHOUSE_NAME
+    killed = dbt_invocation(generated_warehouse.landing, warehouse, tmp_path, "build")
     log = tmp_path / "killed.log"
     with log.open("w") as handle:
         process = subprocess.Popen(
-            [dbt_executable(), "build", "--project-dir", str(PROJECT_DIR),
-             "--profiles-dir", str(PROJECT_DIR), "--target-path", str(tmp_path / "target")],
-            cwd=PROJECT_DIR, env=env, stdout=handle, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            [dbt_executable(), *killed.args], cwd=killed.cwd, env=killed.env, stdout=handle,
+            stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + 120
         # kill it once the Python allocation models have started: half the warehouse is written
