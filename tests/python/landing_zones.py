@@ -92,9 +92,10 @@ NO_UNIT_TESTS = ("--exclude-resource-type", "unit_test")
 
 
 # A test's build, run or test writes neither dbt's debug log file (logs/dbt.log: every statement) nor
-# manifest.json and run_results.json (pass --write-json for them): its console log is the result's
+# manifest.json and run_results.json (unless it passes --write-json): its console log is the result's
 # stdout. About 2.5 of a tiny build's 24 s of CPU (measured 2026-11-26, three builds each way).
-LEAN_RUN = ("--log-level-file", "none", "--no-write-json")
+NO_LOG_FILE = ("--log-level-file", "none")
+NO_JSON = ("--no-write-json",)
 
 
 # A partial-parse file of this project (dbt's target/partial_parse.msgpack), written once per session
@@ -145,7 +146,9 @@ def dbt_invocation(
     if args[:1] == ("build",) and not unit_tests:
         dbt_args += NO_UNIT_TESTS
     if args[:1] in (("build",), ("run",), ("test",)):
-        dbt_args += LEAN_RUN if "--write-json" not in args else LEAN_RUN[:2]
+        dbt_args += NO_LOG_FILE
+        if "--write-json" not in args:
+            dbt_args += NO_JSON
     dbt_args += ["--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR)]
     dbt_args += ["--target-path", str(target), "--log-path", str(work / "logs")]
     return DbtInvocation(dbt_args, warehouse.parent, dbt_env(landing, Path(warehouse.name)))
@@ -177,9 +180,9 @@ _IN_PROCESS_DBT = threading.Lock()
 def in_process_dbt(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     """``dbt *args`` through dbt's Python API (``dbtRunner``) in this process, in ``cwd`` under
     ``env``: what the ``dbt`` command does, without starting Python and importing dbt, its adapter
-    and the project's Python models' libraries for each build (about 4 of a tiny build's 26 s of CPU,
-    measured 2026-11-26). dbt's console log is the result's stdout; its exit code is the CLI's (0
-    success, 1 a failed node, 2 an error).
+    and the project's Python models' libraries for each build (a tiny build: 21.6-21.9 s of CPU
+    instead of 26.9 s, measured 2026-11-26; docs/testing.md). dbt's console log is the result's
+    stdout; its exit code is the CLI's (0 success, 1 a failed node, 2 an error).
 
     dbt-duckdb keeps its DuckDB instance in a class attribute while its credentials stay equal, and
     every warehouse here has the same relative path (PARSE_TEMPLATE): it is closed after each run, so
