@@ -1,6 +1,6 @@
-{#- The time each telemetry sample stands for, written once for every series the usage models read (a GPU
-    slot's samples, a pod container's GPU requests, a pod container's CPU and memory requests): a select of
-    `samples`' columns plus
+{#- The time each telemetry sample stands for, for one kind of series (called by the view
+    int_telemetry_sample_intervals, for a GPU slot's samples, a pod container's GPU requests, a pod container's CPU
+    and memory requests): a select of `samples`' columns plus
       gap_seconds      the gap to the series' next sample (null for its last),
       duration_seconds sample_duration(gap, step): the gap, or the series' step when the gap is missing or
                        longer than gpucost_max_sample_gap_seconds (telemetry lost is not usage).

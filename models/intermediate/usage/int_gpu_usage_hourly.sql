@@ -8,7 +8,7 @@
 -- Samples without a pod are matched to the Slurm allocation on the node at that time (by the exporter's
 -- hpc_job label when present).
 -- Each sample stands for the time until the series' next sample, at most the series' own step when a gap
--- is longer than gpucost_max_sample_gap_seconds (telemetry missing is not usage).
+-- is longer than gpucost_max_sample_gap_seconds (telemetry missing is not usage): int_telemetry_sample_intervals.
 -- Incremental (by hour): a run deletes and recomputes every hour from the earliest of
 --   - the latest hour built minus var gpucost_lookback_hours (72: late rows within three days),
 --   - the first sample of any DCGM or kube file loaded in this invocation (a late or re-delivered file
@@ -50,10 +50,18 @@ pods as (
 
 ),
 
-pod_requests as (
+gpu_slot_intervals as (
 
-    select * from {{ ref('stg_kube__pod_gpu_requests') }}
-    where sampled_epoch >= {{ cutoff }}
+    select * from {{ ref('int_telemetry_sample_intervals') }}
+    where series_kind = 'gpu_slot' and sampled_epoch >= {{ cutoff }}
+
+),
+
+request_intervals as (
+
+    -- a pod's GPU requests on its node, each sample with its duration (every pod's, Slurm jobs come below)
+    select * from {{ ref('int_telemetry_sample_intervals') }}
+    where series_kind = 'gpu_request' and sampled_epoch >= {{ cutoff }}
 
 ),
 
@@ -223,31 +231,6 @@ gpu_samples as (
 
 ),
 
-gpu_times as (
-
-    select distinct
-        gpu_slot_id,
-        sampled_epoch
-    from gpu_samples
-
-),
-
-{%- if cutoff != 0 %}
-
-gpu_series_times as (
-
-    -- a slot's step from all its samples, not only those after the cutoff (an incremental run equals a full
-    -- one). With no cutoff (a full build) every staged sample is in gpu_times already (each reaches a tenant:
-    -- its pod, its Slurm allocations, or itself).
-    select distinct
-        gpu_slot_id,
-        sampled_epoch
-    from {{ ref('stg_dcgm__gpu_samples') }}
-    where gpu_slot_id in (select gpu_times.gpu_slot_id from gpu_times)
-
-),
-{%- endif %}
-
 -- sqlfluff's templater renders both branches of the if below into one layout:
 -- noqa: disable=LT02
 gpu_durations as (
@@ -262,7 +245,11 @@ gpu_durations as (
     group by 1, 2
     {%- else %}
 
-    {{ sample_intervals('gpu_times', ['gpu_slot_id'], none if cutoff == 0 else 'gpu_series_times') }}
+    select
+        gpu_slot_id,
+        sampled_epoch,
+        duration_seconds
+    from gpu_slot_intervals
     {%- endif %}
 
 ),
@@ -291,28 +278,6 @@ gpu_hourly as (
 
 ),
 
-request_samples as (
-
-    select * from pod_requests
-    where workload_id is not null and node_name is not null
-
-),
-
-request_series as (
-
-    -- a request series' step from all its samples, not only those after the cutoff: a pod with one sample
-    -- left in the window must not fall back to the default step (an incremental run equals a full one)
-    select * from {{ ref('stg_kube__pod_gpu_requests') }}
-    where workload_id in (select request_samples.workload_id from request_samples)
-
-),
-
-request_intervals as (
-
-    {{ sample_intervals('request_samples', ['workload_id', 'container'], 'request_series') }}
-
-),
-
 requests_hourly as (
 
     select
@@ -321,18 +286,18 @@ requests_hourly as (
         {{ epoch_hour_floor('request_intervals.sampled_epoch') }} as hour_start_epoch,
         request_intervals.workload_id,
         sum(cast(round(
-            request_intervals.requested_gpus
+            request_intervals.requested_amount
             * {{ mig_share('request_intervals.mig_profile', 'node_models.gpu_model') }} * 1000
             * request_intervals.duration_seconds
         ) as bigint)) as requested_gpu_ms,
         -- a time-sliced replica (nvidia.com/gpu.shared) asks for one replica, not one GPU
-        bool_or({{ regexp_search() }}(request_intervals.gpu_resource, 'gpu[._]shared$')) as is_time_sliced
+        bool_or({{ regexp_search() }}(request_intervals.resource, 'gpu[._]shared$')) as is_time_sliced
     from request_intervals
     -- node_models is read by mig_share under gpucost_mig_share: memory
     left join node_models  -- noqa: ST11
         on request_intervals.cluster_id = node_models.cluster_id
         and request_intervals.node_name = node_models.node_name
-    where request_intervals.requested_gpus > 0
+    where request_intervals.requested_amount > 0
     group by 1, 2, 3, 4
     union all
     select

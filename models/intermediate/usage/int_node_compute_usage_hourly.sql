@@ -3,22 +3,20 @@
 -- MiB-milliseconds (integers: each sample's part is rounded once, then summed).
 with
 
-pod_requests as (
+request_intervals as (
 
-    select * from {{ ref('stg_kube__pod_compute_requests') }}
-    where workload_id is not null and node_name is not null and requested_amount > 0
+    -- a pod's positive CPU and memory requests on its node, each sample with its duration
+    select
+        *,
+        resource as resource_part
+    from {{ ref('int_telemetry_sample_intervals') }}
+    where series_kind = 'compute_request'
 
 ),
 
 slurm_allocation_nodes as (
 
     select * from {{ ref('int_slurm_allocation_nodes') }}
-
-),
-
-request_intervals as (
-
-    {{ sample_intervals('pod_requests', ['workload_id', 'container', 'resource_part']) }}
 
 ),
 
