@@ -3,6 +3,10 @@
 
 {% macro idle_owner() -%}__idle__{%- endmacro %}
 
+{#- The project of cost placed on a team alone (attribution_method model_team): the team is known, the project
+    not yet. -#}
+{% macro team_only_project() -%}__unattributed__{%- endmacro %}
+
 {#- Scope keys of idle GPU cost, narrow to wide (var gpucost_idle_scope): node_hour spreads within the
     node line and falls back to its cluster-day; cluster_day spreads within the cluster-day only. -#}
 {% macro idle_scope_key(lines, level) -%}

@@ -1,7 +1,9 @@
 """The learned attribution's quality on its time-based hold-out, money-weighted by each workload's
 effective cost: gpucost.core.attribution.quality, the one definition (gpucost benchmark-attribution
 scores the untagged pods against the generator's truth with the same function).
-rpt_attribution_quality reads these rows and adds the build's untagged coverage."""
+The team level (team_holdout): the most probable team against the labelled project's team, at
+the build's team threshold. rpt_attribution_quality reads these rows and adds the build's untagged
+coverage."""
 
 from decimal import Decimal
 
@@ -46,6 +48,10 @@ def model(dbt, session):
         "true_project_id",
         "attribution_confidence",
         "auto_threshold",
+        "predicted_team_id",
+        "true_team_id",
+        "team_confidence",
+        "team_auto_threshold",
     )
     scored = rows_of(holdout.join(costs, on="workload_id", how="left").to_native())
     thresholds = {r["auto_threshold"] for r in scored}
@@ -57,10 +63,27 @@ def model(dbt, session):
                 r["predicted_project_id"],
                 r["true_project_id"],
                 float(r["attribution_confidence"]),
-                Decimal(0) if r["effective_cost"] is None else r["effective_cost"],
+                _cost(r),
             )
             for r in scored
         ),
         threshold=thresholds.pop() if thresholds else None,
     )
-    return table_of(quality_rows(report), SCHEMA)
+    team_thresholds = {r["team_auto_threshold"] for r in scored}
+    if len(team_thresholds) > 1:
+        raise ValueError(f"the hold-out carries several team thresholds: {sorted(team_thresholds)}")
+    team_report = evaluate(
+        (
+            (r["predicted_team_id"], r["true_team_id"], float(r["team_confidence"] or 0), _cost(r))
+            for r in scored
+            if r["true_team_id"] is not None
+        ),
+        threshold=team_thresholds.pop() if team_thresholds else None,
+    )
+    rows = quality_rows(report)
+    rows += quality_rows(team_report, group="team_holdout", key="team", details=False)
+    return table_of(rows, SCHEMA)
+
+
+def _cost(row: dict) -> Decimal:
+    return Decimal(0) if row["effective_cost"] is None else row["effective_cost"]

@@ -2,9 +2,9 @@
 
 Top-3 calibrated candidates for every workload without a declared owner (scored_set = 'undeclared')
 and for the time-based hold-out it was calibrated and measured on (scored_set = 'holdout', with
-true_project_id)."""
+true_project_id), each with its most probable team and that team's own calibrated confidence."""
 
-from gpucost.core.attribution import attribute, attribution_rows, known_projects
+from gpucost.core.attribution import attribute, attribution_rows, known_projects, project_teams
 from gpucost.engines.arrow_io import ATTRIBUTION_SCHEMA, config_text, rows_of, table_of
 
 
@@ -27,8 +27,10 @@ def model(dbt, session):
     seed = dbt.config.get("seed")
     auto_threshold = dbt.config.get("auto_threshold")
     target_accuracy = dbt.config.get("target_accuracy")
+    team_target_accuracy = dbt.config.get("team_target_accuracy")
     records = rows_of(dbt.ref("int_workload_features"))
-    known = known_projects(records, rows_of(dbt.ref("stg_reference__org_mapping")))
+    mapping = rows_of(dbt.ref("stg_reference__org_mapping"))
+    known = known_projects(records, mapping)
     result = attribute(
         records,
         known,
@@ -37,5 +39,7 @@ def model(dbt, session):
         seed=int(_or(_number(seed), 0)),
         explain_below=_or(_number(auto_threshold), 0.9),
         target_accuracy=_number(target_accuracy),
+        teams=project_teams(records, mapping),
+        team_target_accuracy=_number(team_target_accuracy),
     )
     return table_of(attribution_rows(result), ATTRIBUTION_SCHEMA)

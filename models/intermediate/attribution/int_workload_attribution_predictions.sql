@@ -10,7 +10,10 @@ scores as (
 
 final as (
 
-    select {{ column_list(ref('int_workload_attribution_scores'), exclude=['scored_set', 'true_project_id']) }}
+    select
+        {{ column_list(
+            ref('int_workload_attribution_scores'), exclude=['scored_set', 'true_project_id', 'true_team_id']
+        ) }}
     from scores
     where scored_set = 'undeclared'
 

@@ -4,7 +4,12 @@
 -- gpucost_attribution_auto_threshold when the target is null: int_workload_attribution_scores), else the
 -- suspense owner when configured (vars gpucost_attribution_suspense_team_id / _project_id), else unattributed
 -- with the reason.
--- attribution_confidence: 1 for declared owners, the model's probability for model owners, 0 otherwise.
+-- Team before project: a workload the model cannot place on a project, without a declared team, goes to its most
+-- probable team when that team's own calibrated confidence reaches the build's team threshold
+-- (team_auto_threshold, from var gpucost_attribution_team_target_accuracy): method model_team, project
+-- __unattributed__ (the team's cost, its project still to be found: rpt_attribution_review lists it).
+-- attribution_confidence: 1 for declared owners, the model's probability for model owners (the team's for
+-- model_team), 0 otherwise.
 {%- set suspense_team = var('gpucost_attribution_suspense_team_id') %}
 {%- set suspense_project = var('gpucost_attribution_suspense_project_id') %}
 with
@@ -33,8 +38,15 @@ decided as (
         declared.*,
         predictions.predicted_project_id,
         predictions.attribution_confidence as model_confidence,
+        predictions.predicted_team_id,
+        predictions.team_confidence,
         not declared.is_attributed
-        and coalesce(predictions.attribution_confidence >= predictions.auto_threshold, false) as is_model_owner
+        and coalesce(predictions.attribution_confidence >= predictions.auto_threshold, false) as is_model_owner,
+        not declared.is_attributed
+        and declared.team_id = '{{ unallocated_owner() }}'
+        and not coalesce(predictions.attribution_confidence >= predictions.auto_threshold, false)
+        and predictions.predicted_team_id is not null
+        and coalesce(predictions.team_confidence >= predictions.team_auto_threshold, false) as is_team_owner
     from declared
     left join predictions on declared.workload_id = predictions.workload_id
 
@@ -48,6 +60,7 @@ owned as (
         case
             when decided.is_model_owner
                 then coalesce(org_mapping.team_id, decided.label_team_id, '{{ unallocated_owner() }}')
+            when decided.is_team_owner then decided.predicted_team_id
             {%- if suspense_project %}
             when not decided.is_attributed then '{{ suspense_team or unallocated_owner() }}'
             {%- endif %}
@@ -55,6 +68,7 @@ owned as (
         end as team_id,
         case
             when decided.is_model_owner then decided.predicted_project_id
+            when decided.is_team_owner then '{{ team_only_project() }}'
             {%- if suspense_project %}
             when not decided.is_attributed then '{{ suspense_project }}'
             {%- endif %}
@@ -69,6 +83,7 @@ owned as (
         decided.image_repository,
         case
             when decided.is_model_owner then 'model'
+            when decided.is_team_owner then 'model_team'
             {%- if suspense_project %}
             when not decided.is_attributed then 'suspense'
             {%- endif %}
@@ -78,14 +93,19 @@ owned as (
         cast(case
             when decided.is_attributed then 1
             when decided.is_model_owner then decided.model_confidence
+            when decided.is_team_owner then decided.team_confidence
             else 0
         end as double) as attribution_confidence,
         decided.model_confidence,
         case
-            when decided.is_attributed or decided.is_model_owner then null
+            when decided.is_attributed or decided.is_model_owner or decided.is_team_owner then null
             else {{ "'suspense_' || " if suspense_project else '' }}decided.unattributed_reason
         end as unattributed_reason,
-        {{ 'true' if suspense_project else 'decided.is_attributed or decided.is_model_owner' }} as is_attributed
+        {% if suspense_project -%}
+            true
+        {%- else -%}
+            decided.is_attributed or decided.is_model_owner or decided.is_team_owner
+        {%- endif %} as is_attributed
     from decided
     left join org_mapping
         on decided.is_model_owner and decided.predicted_project_id = org_mapping.project_id

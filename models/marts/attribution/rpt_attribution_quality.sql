@@ -8,9 +8,13 @@
 --                expected_calibration_error over ten equal-width confidence bins;
 --   reliability  one row per confidence bin: mean confidence against accuracy;
 --   confusion    the five most costly (true project, predicted project) mistakes;
+--   team_holdout the same hold-out at the team level (key `team`): the most probable team (its projects'
+--                probabilities summed, calibrated on its own) against the labelled project's team, coverage at
+--                the build's team threshold (var gpucost_attribution_team_target_accuracy);
 -- and this model adds
 --   untagged     the workloads without a valid label in this build: share of their cost placed
---                automatically (rule or model) and by the model alone (accuracy unknowable: no truth).
+--                automatically (key `all`: rule or model, on a project; key `team`: rule, model or model_team,
+--                at least on a team). Accuracy unknowable here: no truth.
 {%- set threshold = var('gpucost_attribution_auto_threshold') %}
 with
 
@@ -28,7 +32,9 @@ scores as (
 
 build_threshold as (
 
-    select coalesce(max(auto_threshold), {{ threshold }}) as auto_threshold
+    select
+        coalesce(max(auto_threshold), {{ threshold }}) as auto_threshold,
+        max(team_auto_threshold) as team_auto_threshold
     from scores
 
 ),
@@ -67,27 +73,44 @@ untagged_workloads as (
 
 ),
 
+untagged_levels as (
+
+    -- the methods that place the untagged cost on a project (all), and at least on a team (team)
+    select
+        'all' as metric_key,
+        untagged_workloads.*,
+        untagged_workloads.attribution_method in ('rule', 'model') as is_placed
+    from untagged_workloads
+    union all
+    select
+        'team' as metric_key,
+        untagged_workloads.*,
+        untagged_workloads.attribution_method in ('rule', 'model', 'model_team') as is_placed
+    from untagged_workloads
+
+),
+
 untagged as (
 
     select
         'untagged' as metric_group,
-        'all' as metric_key,
+        metric_key,
         cast(null as string) as true_project_id,
         cast(null as string) as predicted_project_id,
         cast(null as double) as confidence_bin_low,
         cast(null as double) as confidence_bin_high,
         count(*) as workload_count,
         sum(effective_cost) as effective_cost,
-        sum(case when attribution_method in ('rule', 'model') then effective_cost else 0 end)
-            as auto_effective_cost,
-        cast(sum(case when attribution_method in ('rule', 'model') then effective_cost else 0 end) as double)
+        sum(case when is_placed then effective_cost else 0 end) as auto_effective_cost,
+        cast(sum(case when is_placed then effective_cost else 0 end) as double)
         / nullif(cast(sum(effective_cost) as double), 0) as coverage,
         cast(null as double) as accuracy,
         cast(null as double) as accuracy_all,
         cast(null as double) as accuracy_by_count,
         cast(null as double) as mean_confidence,
         cast(null as decimal(9, 6)) as expected_calibration_error
-    from untagged_workloads
+    from untagged_levels
+    group by 1, 2
 
 ),
 
@@ -133,7 +156,9 @@ final as (
         cast(accuracy_by_count as decimal(9, 6)) as accuracy_by_count,
         cast(mean_confidence as decimal(9, 6)) as mean_confidence,
         cast(expected_calibration_error as decimal(9, 6)) as expected_calibration_error,
-        cast((select build_threshold.auto_threshold from build_threshold) as decimal(9, 6)) as auto_threshold
+        cast((select build_threshold.auto_threshold from build_threshold) as decimal(9, 6)) as auto_threshold,
+        cast((select build_threshold.team_auto_threshold from build_threshold) as decimal(9, 6))
+            as team_auto_threshold
     from unioned
 
 )

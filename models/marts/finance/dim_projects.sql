@@ -1,5 +1,6 @@
 -- Every project money can land on: the org mapping's, those discovered in tags and labels, and the
--- system owners (__unallocated__, __idle__, the platform project).
+-- system owners (__unallocated__, __idle__, __unattributed__: a team's cost whose project is not known, the
+-- platform project).
 with
 
 org_mapping as (
@@ -43,6 +44,12 @@ system_projects as (
         '{{ idle_owner() }}' as project_id,
         'Idle capacity (kept visible)' as project_name,
         '{{ idle_owner() }}' as team_id,
+        'system' as project_source
+    union all
+    select
+        '{{ team_only_project() }}' as project_id,
+        'Team known, project not attributed (model_team)' as project_name,
+        '{{ unallocated_owner() }}' as team_id,
         'system' as project_source
     union all
     select

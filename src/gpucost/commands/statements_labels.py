@@ -52,6 +52,7 @@ METHOD_LABELS = {
     "override": "a human correction (seed attribution_overrides)",
     "rule": "a declarative attribution rule (seed attribution_rules)",
     "model": "the learned attribution model, at or above the confidence threshold",
+    "model_team": "the learned attribution model, sure of the team but not of the project",
     "suspense": "parked with the suspense owner (model below the confidence threshold)",
     "shared_workload": "a shared workload split by its consumers' weights",
     "policy": "an allocation policy (shared overheads)",
@@ -59,7 +60,7 @@ METHOD_LABELS = {
 }
 """How the owner was known, per attribution method."""
 
-INFERRED_METHODS = ("model", "rule")
+INFERRED_METHODS = ("model", "model_team", "rule")
 """Methods whose placement is an inference a team may dispute: the statement's appendix lists the
 signals behind each (the model's strongest features, the rule that matched and on what)."""
 

@@ -126,6 +126,10 @@ ATTRIBUTION_SCHEMA = pa.schema(
         ("model_calibration_workloads", pa.int64()),
         ("model_calibration", pa.string()),
         ("auto_threshold", pa.float64()),
+        ("predicted_team_id", pa.string()),
+        ("team_confidence", pa.float64()),
+        ("true_team_id", pa.string()),
+        ("team_auto_threshold", pa.float64()),
     ]
 )
 

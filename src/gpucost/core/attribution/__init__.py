@@ -55,6 +55,7 @@ from gpucost.core.attribution.features import (
     known_projects,
     label_patterns,
     mask_draw,
+    project_teams,
     static_features,
     tokens,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "predict",
     "predict_untagged",
     "prediction_rows",
+    "project_teams",
     "static_features",
     "threshold_for_accuracy",
     "tokens",

@@ -37,6 +37,27 @@ def known_projects(
     return known or sorted({r["known_project_id"] for r in records if r.get("known_project_id")})
 
 
+def project_teams(
+    records: Iterable[Mapping[str, Any]], mapping: Iterable[Mapping[str, Any]]
+) -> dict[str, str]:
+    """Each project's team: the org mapping's; a project it does not list (or every project, when
+    no mapping is landed) takes the team label its labelled workloads carry most often (ties: the
+    first in sorted order). A project with neither has no team."""
+    teams = {
+        str(row["project_id"]): str(row["team_id"])
+        for row in mapping
+        if row.get("project_id") and row.get("team_id")
+    }
+    seen: dict[str, Counter[str]] = {}
+    for r in records:
+        project, team = r.get("known_project_id"), r.get("team_label")
+        if project and team and str(project) not in teams:
+            seen.setdefault(str(project), Counter())[str(team)] += 1
+    for project, counts in seen.items():
+        teams[project] = min(counts, key=lambda t: (-counts[t], t))
+    return teams
+
+
 def tokens(*texts: str | None) -> list[str]:
     """Lower-case name tokens and adjacent bigrams, random suffixes dropped.
 

@@ -64,6 +64,9 @@ class Prediction:
     workload_id: str
     candidates: tuple[tuple[str, float], ...]
     signals: str = ""
+    # the most probable team (the sum of its projects' probabilities) and its own calibrated
+    # confidence: a team can be sure when none of its projects is (team before project)
+    team: tuple[str, float] | None = None
 
     @property
     def project_id(self) -> str | None:
@@ -72,6 +75,14 @@ class Prediction:
     @property
     def confidence(self) -> float:
         return self.candidates[0][1] if self.candidates else 0.0
+
+    @property
+    def team_id(self) -> str | None:
+        return self.team[0] if self.team else None
+
+    @property
+    def team_confidence(self) -> float:
+        return self.team[1] if self.team else 0.0
 
 
 @dataclass
@@ -95,6 +106,13 @@ class AttributionModel:
     lessons: SharedLessons | None = None
     # the last ``holdout_workloads`` of the calibration set are the time-based hold-out
     holdout_workloads: int = 0
+    # each class's team (None: no team known) and the team confidence's own calibration, fitted on
+    # the same workloads as the project's (team_calibration_set: same order)
+    team_of: tuple[str | None, ...] | None = None
+    team_calibrator: TopLabelCalibrator | None = None
+    team_calibration_set: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(
+        default=None, repr=False
+    )
 
     @property
     def calibration_workloads(self) -> int:
@@ -266,6 +284,23 @@ def _proba(
     return first if model.lessons is None else model.lessons.proba(first, x)
 
 
+def _team_top(model: AttributionModel, proba: np.ndarray) -> tuple[list[str | None], np.ndarray]:
+    """Each workload's most probable team (its projects' probabilities summed; ties: the first
+    team in sorted order) and that raw probability. Projects without a known team are no team."""
+    team_of = model.team_of or (None,) * len(model.classes)
+    teams = sorted({t for t in team_of if t is not None})
+    if not teams or not len(proba):
+        return [None] * len(proba), np.zeros(len(proba))
+    index = {t: j for j, t in enumerate(teams)}
+    member = np.zeros((len(team_of), len(teams)))
+    for i, t in enumerate(team_of):
+        if t is not None:
+            member[i, index[t]] = 1.0
+    by_team = proba @ member
+    best = np.argmax(by_team, axis=1)
+    return [teams[j] for j in best], by_team[np.arange(len(best)), best]
+
+
 def _out_of_fold(
     base: LogisticRegression, x: Any, y: np.ndarray, classes: Sequence[str]
 ) -> np.ndarray | None:
@@ -299,6 +334,7 @@ def fit(
     calibration: tuple[Sequence[Mapping[str, float]], Sequence[str], Sequence[float]] | None = None,
     seed: int = 0,
     min_class_count: int = 3,
+    teams: Mapping[str, str] | None = None,
 ) -> AttributionModel | None:
     """Fit the two stages once, then calibrate them.
 
@@ -311,6 +347,9 @@ def fit(
        (features, labels, weights) of workloads that started after every training workload (a
        time-based hold-out: it sees the drift the predictions will face; last in
        ``calibration_set``). The other candidates keep their share of the rest.
+
+    With ``teams`` (project -> team) the most probable team's confidence is calibrated the same
+    way, on the same workloads, by a map of its own (``team_calibrator``).
 
     Returns None when fewer than two classes have ``min_class_count`` examples. With fewer than
     ``CAL_MIN`` hold-out workloads the probabilities are not calibrated, and say so
@@ -346,6 +385,7 @@ def fit(
         training_workloads=len(keep),
         calibration="none",
         coefficients=coefs,
+        team_of=None if teams is None else tuple(teams.get(c) for c in base.classes_),
     )
     oof = _out_of_fold(base, x, y, model.classes)
     if oof is not None:
@@ -361,19 +401,40 @@ def fit(
         oof = lessons.proba(oof, x)  # both stages, out of fold: what the calibration reads
     if calibration is not None and len(calibration[0]) >= CAL_MIN:
         cal_x, cal_y, cal_w = calibration
-        top, correct = _raw_top(model, cal_x, cal_y)
-        weight = np.asarray(cal_w, dtype=float)
+        cal_proba = _proba(model, cal_x)
+        parts = [(cal_proba, np.asarray(cal_y), np.asarray(cal_w, dtype=float))]
         if oof is not None and weights is not None:
-            best = np.argmax(oof, axis=1)
-            top = np.concatenate([oof[np.arange(len(best)), best], top])
-            correct = np.concatenate([np.array(model.classes)[best] == y, correct])
-            weight = np.concatenate([np.asarray(weights, dtype=float)[keep], weight])
-        model.calibration_set = (top, correct, weight)
+            parts.insert(0, (oof, y, np.asarray(weights, dtype=float)[keep]))
+        project_parts, team_parts = [], []
+        for proba, truth, weight in parts:
+            best = np.argmax(proba, axis=1)
+            top = proba[np.arange(len(best)), best]
+            project_parts.append((top, np.array(model.classes)[best] == truth, weight))
+            if teams is not None:
+                team, team_top = _team_top(model, proba)
+                right = np.array(
+                    [
+                        t is not None and t == teams.get(str(v))
+                        for t, v in zip(team, truth, strict=True)
+                    ]
+                )
+                team_parts.append((team_top, right, weight))
+        model.calibration_set = _stack(project_parts)
         model.holdout_workloads = len(cal_x)
         model.calibrator = TopLabelCalibrator(*model.calibration_set)
         model.calibration = "platt_top_label"
         model.training_data = (x, y)
+        if team_parts:
+            model.team_calibration_set = _stack(team_parts)
+            model.team_calibrator = TopLabelCalibrator(*model.team_calibration_set)
     return model
+
+
+def _stack(
+    parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(top probability, right?, weight) of calibration workloads, the parts one after another."""
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))  # type: ignore[return-value]
 
 
 def continue_training(
@@ -400,22 +461,16 @@ def continue_training(
     model.training_workloads = int(known.sum())
 
 
-def _raw_top(
-    model: AttributionModel, features: Sequence[Mapping[str, float]], labels: Sequence[str]
-) -> tuple[np.ndarray, np.ndarray]:
-    proba = _proba(model, features)
-    best = np.argmax(proba, axis=1)
-    classes = np.array(model.classes)
-    return proba[np.arange(len(best)), best], classes[best] == np.asarray(labels)
-
-
-def cross_fitted_confidences(model: AttributionModel, folds: int = 5) -> np.ndarray | None:
+def cross_fitted_confidences(
+    model: AttributionModel, folds: int = 5, *, team: bool = False
+) -> np.ndarray | None:
     """Calibrated confidences of the hold-out (the end of the calibration set), each from a map
     fitted without its fold of the calibration set (interleaved in time order): what an honest
-    hold-out report may show."""
-    if model.calibration_set is None:
+    hold-out report may show. ``team``: the team confidences', from the team calibration set."""
+    cal_set = model.team_calibration_set if team else model.calibration_set
+    if cal_set is None:
         return None
-    top, correct, weight = model.calibration_set
+    top, correct, weight = cal_set
     out = np.empty(len(top))
     fold = np.arange(len(top)) % folds
     for k in range(folds):
@@ -433,6 +488,7 @@ def predict(
     top: int = 3,
     explain_below: float = 1.0,
     confidences: np.ndarray | None = None,
+    team_confidences: np.ndarray | None = None,
 ) -> list[Prediction]:
     """Top-``top`` calibrated candidates per workload; the signals behind the first candidate are
     spelled out (feature and its weight) for predictions with confidence below ``explain_below``.
@@ -453,6 +509,13 @@ def predict(
         calibrated = model.calibrator.predict(raw_top)
     else:
         calibrated = raw_top
+    team, team_raw = _team_top(model, proba)
+    if team_confidences is not None:
+        team_calibrated = np.asarray(team_confidences, dtype=float)
+    elif model.team_calibrator is not None:
+        team_calibrated = model.team_calibrator.predict(team_raw)
+    else:
+        team_calibrated = team_raw
     out = []
     for i, wid in enumerate(workload_ids):
         first = float(calibrated[i])
@@ -464,7 +527,8 @@ def predict(
         signals = ""
         if cands and cands[0][1] < explain_below:
             signals = _signals(model, x.getrow(i), int(order[i, 0]), names)
-        out.append(Prediction(str(wid), cands, signals))
+        best_team = (team[i], round(float(team_calibrated[i]), 6)) if team[i] else None
+        out.append(Prediction(str(wid), cands, signals, best_team))
     return out
 
 

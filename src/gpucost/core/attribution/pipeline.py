@@ -42,6 +42,10 @@ class Attribution:
     holdout: list[tuple[Prediction, str]]
     model: AttributionModel | None
     auto_threshold: float  # the confidence from which a prediction places the money
+    # the team confidence from which the team alone is placed (project below auto_threshold);
+    # None: team-level placement is off (no team target, or no project -> team mapping)
+    team_threshold: float | None = None
+    teams: Mapping[str, str] | None = None  # project -> team the team predictions read
 
 
 def attribute(
@@ -53,6 +57,8 @@ def attribute(
     seed: int = 0,
     explain_below: float = 1.0,
     target_accuracy: float | None = None,
+    teams: Mapping[str, str] | None = None,
+    team_target_accuracy: float | None = None,
 ) -> Attribution:
     """Train once, calibrate, measure and predict.
 
@@ -68,6 +74,12 @@ def attribute(
     instead (:func:`threshold_for_accuracy` over the predictions, weighted by GPU-hours) and
     returned as ``auto_threshold``. Every prediction says which features drove it: those below the
     threshold for the review queue, those that place money for the statement that charges it.
+
+    With ``teams`` (project -> team) every prediction also names its most probable team (its
+    projects' probabilities summed) with a confidence calibrated on its own; with
+    ``team_target_accuracy`` the team threshold is derived the same way (``team_threshold``) over
+    the workloads whose project is below its threshold (the team-only placements reach the target by
+    themselves): such a workload whose team is sure goes to the team.
 
     History features read neighbours on both sides (:func:`history_features`). No feature the
     measured checkpoint is fitted on reads a hold-out label (a training workload's later side reads
@@ -131,6 +143,7 @@ def attribute(
             weights[len(train) :],
         ),
         seed=seed,
+        teams=teams,
     )
     if model is None:
         return Attribution([Prediction(w, ()) for w in target_ids], [], None, explain_below)
@@ -141,6 +154,7 @@ def attribute(
         test_ids,
         explain_below=0.0,
         confidences=cross_fitted_confidences(model),
+        team_confidences=cross_fitted_confidences(model, team=True),
     )
     holdout = [(p, labels[p.workload_id]) for p in held]
     labelled_order = train_ids + test_ids
@@ -148,14 +162,23 @@ def attribute(
         model, [shown[w] for w in labelled_order], [labels[w] for w in labelled_order]
     )
     target_x = [shown[w] for w in target_ids]
-    if target_accuracy is None:
-        preds = predict(model, target_x, target_ids)
-        return Attribution(preds, holdout, model, explain_below)
     preds = predict(model, target_x, target_ids)
-    threshold = threshold_for_accuracy(
-        [p.confidence for p in preds], [gpu_hours(r) for r in targets], target_accuracy
+    money = [gpu_hours(r) for r in targets]
+    threshold = (
+        explain_below
+        if target_accuracy is None
+        else threshold_for_accuracy([p.confidence for p in preds], money, target_accuracy)
     )
-    return Attribution(preds, holdout, model, threshold)
+    team_threshold = None
+    if teams and team_target_accuracy is not None:
+        # over the workloads the project threshold leaves: the team-only placements must reach
+        # the target by themselves (the sure projects would otherwise carry unsure teams)
+        below = [(p.team_confidence, w) for p, w in zip(preds, money, strict=True)]
+        below = [b for b, p in zip(below, preds, strict=True) if p.confidence < threshold]
+        team_threshold = threshold_for_accuracy(
+            [c for c, _ in below], [w for _, w in below], team_target_accuracy
+        )
+    return Attribution(preds, holdout, model, threshold, team_threshold, teams)
 
 
 @dataclass(frozen=True)
@@ -278,6 +301,8 @@ def prediction_rows(
     *,
     scored_set: str = "undeclared",
     auto_threshold: float | None = None,
+    team_threshold: float | None = None,
+    teams: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Flat rows (gpucost.engines.arrow_io.ATTRIBUTION_SCHEMA) for the dbt models;
     ``auto_threshold`` is
@@ -295,6 +320,12 @@ def prediction_rows(
             "model_calibration_workloads": model.calibration_workloads if model else 0,
             "model_calibration": model.calibration if model else None,
             "auto_threshold": auto_threshold,
+            "predicted_team_id": p.team_id,
+            "team_confidence": p.team_confidence if p.team else None,
+            "true_team_id": (teams or {}).get(truth[p.workload_id])
+            if truth and p.workload_id in truth
+            else None,
+            "team_auto_threshold": team_threshold,
         }
         for k in range(3):
             cand = p.candidates[k] if k < len(p.candidates) else (None, None)
@@ -307,13 +338,11 @@ def prediction_rows(
 def attribution_rows(result: Attribution) -> list[dict[str, Any]]:
     """One build's rows: the undeclared workloads' predictions, then the hold-out's (with truth)."""
     truth = {p.workload_id: t for p, t in result.holdout}
-    threshold = result.auto_threshold
-    return prediction_rows(
-        result.predictions, result.model, auto_threshold=threshold
-    ) + prediction_rows(
-        [p for p, _ in result.holdout],
-        result.model,
-        truth,
-        scored_set="holdout",
-        auto_threshold=threshold,
+    thresholds = {
+        "auto_threshold": result.auto_threshold,
+        "team_threshold": result.team_threshold,
+        "teams": result.teams,
+    }
+    return prediction_rows(result.predictions, result.model, **thresholds) + prediction_rows(
+        [p for p, _ in result.holdout], result.model, truth, scored_set="holdout", **thresholds
     )

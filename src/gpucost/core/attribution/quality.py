@@ -164,10 +164,14 @@ def evaluate(rows: Iterable[Row], *, threshold: float | None, bins: int = 10) ->
     )
 
 
-def quality_rows(report: QualityReport) -> list[dict[str, Any]]:
-    """The report as the rows of ``rpt_attribution_quality``'s groups ``holdout`` (one row),
-    ``reliability`` (one per bin holding a workload) and ``confusion`` (ranked); the mart adds the
-    ``untagged`` group and casts. A column a group does not define is None."""
+def quality_rows(
+    report: QualityReport, *, group: str = "holdout", key: str = "all", details: bool = True
+) -> list[dict[str, Any]]:
+    """The report as the rows of ``rpt_attribution_quality``'s groups ``group`` (one summary row
+    keyed ``key``) and, with ``details``, ``reliability`` (one per bin holding a workload) and
+    ``confusion`` (ranked); the mart adds the ``untagged`` group and casts. A column a group does
+    not define is None. The team level is a second report: ``group="team_holdout"``,
+    ``details=False``."""
     empty = dict.fromkeys(
         (
             "true_project_id",
@@ -185,8 +189,8 @@ def quality_rows(report: QualityReport) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = [
         empty
         | {
-            "metric_group": "holdout",
-            "metric_key": "all",
+            "metric_group": group,
+            "metric_key": key,
             "workload_count": report.workloads,
             "effective_cost": report.cost,
             "auto_effective_cost": report.auto_cost,
@@ -198,6 +202,8 @@ def quality_rows(report: QualityReport) -> list[dict[str, Any]]:
             "expected_calibration_error": report.ece,
         }
     ]
+    if not details:
+        return rows
     for b in report.reliability:
         rows.append(
             empty
