@@ -2,15 +2,19 @@
 effective cost: gpucost.core.attribution.quality, the one definition (gpucost benchmark-attribution
 scores the untagged pods against the generator's truth with the same function).
 The team level (team_holdout): the most probable team against the labelled project's team, at
-the build's team threshold. rpt_attribution_quality reads these rows and adds the build's untagged
-coverage."""
+the build's team threshold. person_holdout: the hold-out of whole people and namespaces (a model that
+read none of their labels). support_class: per class of the workloads to score (user history /
+namespace history / launch signals only), their cost, coverage and estimated accuracy, and what
+both hold-outs measure in that class. rpt_attribution_quality reads these rows and adds the build's
+untagged coverage."""
 
 from decimal import Decimal
 
 import narwhals as nw
 import pyarrow as pa
 
-from gpucost.core.attribution.quality import evaluate, quality_rows
+from gpucost.core.attribution.quality import evaluate, quality_rows, support_class_rows
+from gpucost.core.attribution.support import SUPPORT_CLASSES
 from gpucost.engines.arrow_io import MONEY, rows_of, table_of
 
 SCHEMA = pa.schema(
@@ -42,47 +46,68 @@ def model(dbt, session):
         .group_by("workload_id")
         .agg(nw.col("effective_cost").sum())
     )
-    holdout = nw.from_native(dbt.ref("int_workload_attribution_holdout")).select(
-        "workload_id",
-        "predicted_project_id",
-        "true_project_id",
-        "attribution_confidence",
-        "auto_threshold",
-        "predicted_team_id",
-        "true_team_id",
-        "team_confidence",
-        "team_auto_threshold",
+    scored = rows_of(
+        nw.from_native(dbt.ref("int_workload_attribution_holdout"))
+        .join(costs, on="workload_id", how="left")
+        .to_native()
     )
-    scored = rows_of(holdout.join(costs, on="workload_id", how="left").to_native())
-    thresholds = {r["auto_threshold"] for r in scored}
-    if len(thresholds) > 1:
-        raise ValueError(f"the hold-out carries several auto thresholds: {sorted(thresholds)}")
-    report = evaluate(
-        (
-            (
-                r["predicted_project_id"],
-                r["true_project_id"],
-                float(r["attribution_confidence"]),
-                _cost(r),
-            )
-            for r in scored
-        ),
-        threshold=thresholds.pop() if thresholds else None,
+    targets = rows_of(
+        nw.from_native(dbt.ref("int_workload_attribution_predictions"))
+        .join(costs, on="workload_id", how="left")
+        .to_native()
     )
-    team_thresholds = {r["team_auto_threshold"] for r in scored}
-    if len(team_thresholds) > 1:
-        raise ValueError(f"the hold-out carries several team thresholds: {sorted(team_thresholds)}")
+    threshold = _one(scored + targets, "auto_threshold")
+    team_threshold = _one(scored + targets, "team_auto_threshold")
+    time_rows = [r for r in scored if r["scored_set"] == "holdout"]
+    person_rows = [r for r in scored if r["scored_set"] == "person_holdout"]
+    rows = quality_rows(evaluate(_project(time_rows), threshold=threshold))
     team_report = evaluate(
         (
             (r["predicted_team_id"], r["true_team_id"], float(r["team_confidence"] or 0), _cost(r))
-            for r in scored
+            for r in time_rows
             if r["true_team_id"] is not None
         ),
-        threshold=team_thresholds.pop() if team_thresholds else None,
+        threshold=team_threshold,
     )
-    rows = quality_rows(report)
     rows += quality_rows(team_report, group="team_holdout", key="team", details=False)
+    person_report = evaluate(_project(person_rows), threshold=threshold)
+    rows += quality_rows(person_report, group="person_holdout", key="person", details=False)
+    rows += support_class_rows(
+        (
+            (r["support_class"], float(r["attribution_confidence"] or 0), _cost(r))
+            for r in targets
+            if r["support_class"] is not None
+        ),
+        (
+            (r["support_class"], r["predicted_project_id"], r["true_project_id"], c, w)
+            for r in scored
+            if r["support_class"] is not None
+            for _, _, c, w in _project([r])
+        ),
+        threshold=threshold,
+        classes=SUPPORT_CLASSES,
+    )
     return table_of(rows, SCHEMA)
+
+
+def _one(rows: list[dict], column: str) -> float | None:
+    """The build's one value of a threshold column (None when no row carries one)."""
+    values = {r[column] for r in rows if r[column] is not None}
+    if len(values) > 1:
+        raise ValueError(f"the attribution carries several values of {column}: {sorted(values)}")
+    return values.pop() if values else None
+
+
+def _project(rows: list[dict]) -> list[tuple]:
+    return [
+        (
+            r["predicted_project_id"],
+            r["true_project_id"],
+            float(r["attribution_confidence"] or 0),
+            _cost(r),
+        )
+        for r in rows
+    ]
 
 
 def _cost(row: dict) -> Decimal:

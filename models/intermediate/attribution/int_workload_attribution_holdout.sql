@@ -1,7 +1,9 @@
--- The time-based hold-out: the latest labelled workloads, hidden from the regression, predicted with
--- confidences calibrated on the other folds of the hold-out; true_project_id is their label. The hold-out
--- rows of int_workload_attribution_scores (the same training as the predictions); rpt_attribution_quality
--- scores it.
+-- The hold-outs (rows of int_workload_attribution_scores, the same training as the predictions);
+-- true_project_id is their label, rpt_attribution_quality scores them:
+--   holdout         the latest labelled workloads, hidden from the regression, predicted with confidences
+--                   calibrated on the other folds of the hold-out;
+--   person_holdout  the workloads of whole people and namespaces withheld (a seeded draw among the
+--                   training workloads), scored by a model that read none of their labels.
 with
 
 scores as (
@@ -12,9 +14,8 @@ scores as (
 
 final as (
 
-    select {{ column_list(ref('int_workload_attribution_scores'), exclude=['scored_set']) }}
-    from scores
-    where scored_set = 'holdout'
+    select * from scores
+    where scored_set in ('holdout', 'person_holdout')
 
 )
 

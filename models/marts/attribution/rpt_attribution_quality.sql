@@ -8,6 +8,8 @@
 --                expected_calibration_error over ten equal-width confidence bins;
 --   reliability  one row per confidence bin: mean confidence against accuracy;
 --   confusion    the five most costly (true project, predicted project) mistakes;
+--   person_holdout, support_class: int_workload_attribution_quality (the hold-out of whole people; per
+--                support class, estimated against measured accuracy);
 --   team_holdout the same hold-out at the team level (key `team`): the most probable team (its projects'
 --                probabilities summed, calibrated on its own) against the labelled project's team, coverage at
 --                the build's team threshold (var gpucost_attribution_team_target_accuracy);

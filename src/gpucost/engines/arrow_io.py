@@ -130,6 +130,7 @@ ATTRIBUTION_SCHEMA = pa.schema(
         ("team_confidence", pa.float64()),
         ("true_team_id", pa.string()),
         ("team_auto_threshold", pa.float64()),
+        ("support_class", pa.string()),
     ]
 )
 

@@ -489,13 +489,17 @@ def predict(
     explain_below: float = 1.0,
     confidences: np.ndarray | None = None,
     team_confidences: np.ndarray | None = None,
+    calibrators: Sequence[TopLabelCalibrator | None] | None = None,
+    team_calibrators: Sequence[TopLabelCalibrator | None] | None = None,
 ) -> list[Prediction]:
     """Top-``top`` calibrated candidates per workload; the signals behind the first candidate are
     spelled out (feature and its weight) for predictions with confidence below ``explain_below``.
 
     The first candidate's probability is the calibrated confidence (``confidences`` when given,
-    else the model's calibration map); the others share the rest in their raw proportions, so the
-    candidates stay sorted and sum to at most 1."""
+    else the model's calibration map, or a workload's own map in ``calibrators`` where it is not
+    None: its support class's); the others share the rest in their raw proportions, so the
+    candidates stay sorted and sum to at most 1. The team's confidence likewise
+    (``team_confidences``, ``team_calibrators``, the model's team map)."""
     if not features:
         return []
     x = model.vectorizer.transform(features)
@@ -516,6 +520,8 @@ def predict(
         team_calibrated = model.team_calibrator.predict(team_raw)
     else:
         team_calibrated = team_raw
+    calibrated = _own_maps(calibrated, raw_top, calibrators)
+    team_calibrated = _own_maps(team_calibrated, team_raw, team_calibrators)
     out = []
     for i, wid in enumerate(workload_ids):
         first = float(calibrated[i])
@@ -530,6 +536,45 @@ def predict(
         best_team = (team[i], round(float(team_calibrated[i]), 6)) if team[i] else None
         out.append(Prediction(str(wid), cands, signals, best_team))
     return out
+
+
+def _own_maps(
+    calibrated: np.ndarray, raw: np.ndarray, maps: Sequence[TopLabelCalibrator | None] | None
+) -> np.ndarray:
+    """``calibrated``, with each workload that has a map of its own in ``maps`` re-read by it
+    (from its raw probability), the workloads of one map together."""
+    if maps is None:
+        return calibrated
+    out = np.array(calibrated, dtype=float)
+    groups: dict[int, tuple[TopLabelCalibrator, list[int]]] = {}
+    for i, cal in enumerate(maps):
+        if cal is not None:
+            groups.setdefault(id(cal), (cal, []))[1].append(i)
+    for cal, rows in groups.values():
+        out[rows] = cal.predict(raw[rows])
+    return out
+
+
+def raw_tops(
+    model: AttributionModel,
+    features: Sequence[Mapping[str, float]],
+    labels: Sequence[str],
+    teams: Mapping[str, str] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Of labelled workloads: the raw probability of the first candidate and whether it is right,
+    then the same for the most probable team (against ``teams`` of the label)."""
+    if not features:
+        empty = np.zeros(0)
+        return empty, empty.astype(bool), empty, empty.astype(bool)
+    proba = _proba(model, features)
+    best = np.argmax(proba, axis=1)
+    truth = np.asarray(labels)
+    top = proba[np.arange(len(best)), best]
+    team, team_top = _team_top(model, proba)
+    team_right = np.array(
+        [t is not None and t == (teams or {}).get(str(v)) for t, v in zip(team, truth, strict=True)]
+    )
+    return top, np.array(model.classes)[best] == truth, team_top, team_right
 
 
 def _signals(model: AttributionModel, row: Any, best: int, names: Sequence[str]) -> str:

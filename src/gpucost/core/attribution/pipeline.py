@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from gpucost.core.attribution.calibration import calibration_weights, threshold_for_accuracy
+import numpy as np
+
+from gpucost.core.attribution.calibration import (
+    CAL_MIN,
+    calibration_weights,
+    threshold_for_accuracy,
+)
 from gpucost.core.attribution.features import (
     UserInference,
     creator_user,
@@ -30,6 +36,14 @@ from gpucost.core.attribution.model import (
     cross_fitted_confidences,
     fit,
     predict,
+    raw_tops,
+)
+from gpucost.core.attribution.support import (
+    ClassCalibration,
+    Evaluated,
+    cross_fitted,
+    support_classes,
+    withheld_groups,
 )
 
 
@@ -46,6 +60,10 @@ class Attribution:
     # None: team-level placement is off (no team target, or no project -> team mapping)
     team_threshold: float | None = None
     teams: Mapping[str, str] | None = None  # project -> team the team predictions read
+    # the hold-out of whole people and namespaces (prediction, true project), by a model that read
+    # none of their labels; and every scored workload's support class
+    person_holdout: list[tuple[Prediction, str]] = field(default_factory=list)
+    support: dict[str, str] = field(default_factory=dict)
 
 
 def attribute(
@@ -147,22 +165,62 @@ def attribute(
     )
     if model is None:
         return Attribution([Prediction(w, ()) for w in target_ids], [], None, explain_below)
-    # measured on the checkpoint (the regression has not seen the hold-out), then trained on
+    filed = {str(r["workload_id"]): r.get("user_id") for r in views.writers}
+    support = support_classes(records, views.readers, filed, labels)
+    # whole people and namespaces withheld (validation shaped like untagged work): each support
+    # class without user history gets its own calibration map, from both hold-outs
+    withheld = _withheld_holdout(
+        train, labels, rules, views, order, filed, records, seed=seed, teams=teams
+    )
+    support.update(withheld.support)
+    time_n = model.holdout_workloads
+    time_classes = tuple(support[w] for w in test_ids)
+    maps: dict[bool, ClassCalibration | None] = {}
+    reported: dict[bool, np.ndarray | None] = {}
+    for team in (False, True):
+        cal_set = model.team_calibration_set if team else model.calibration_set
+        if cal_set is None or not time_n:
+            maps[team] = reported[team] = None
+            continue
+        top, right, weight = (a[len(a) - time_n :] for a in cal_set)
+        evaluated = Evaluated(
+            np.concatenate([top, withheld.evaluated[team].top]),
+            np.concatenate([right, withheld.evaluated[team].correct]),
+            np.concatenate([weight, withheld.evaluated[team].weight]),
+            time_classes + withheld.evaluated[team].classes,
+        )
+        maps[team] = ClassCalibration(evaluated)
+        default = model.team_calibrator if team else model.calibrator
+        reported[team] = cross_fitted(evaluated, default)
+    # measured on the checkpoint (the regression has not seen the hold-out), then trained on;
+    # a held-out workload without user history reports its class map's cross-fitted confidence
     held = predict(
         model,
         [measured[w] for w in test_ids],
         test_ids,
         explain_below=0.0,
-        confidences=cross_fitted_confidences(model),
-        team_confidences=cross_fitted_confidences(model, team=True),
+        confidences=_by_class(
+            cross_fitted_confidences(model), reported[False], time_classes, time_n
+        ),
+        team_confidences=_by_class(
+            cross_fitted_confidences(model, team=True), reported[True], time_classes, time_n
+        ),
     )
     holdout = [(p, labels[p.workload_id]) for p in held]
+    person_holdout = withheld.predictions(reported, time_n)
     labelled_order = train_ids + test_ids
     continue_training(
         model, [shown[w] for w in labelled_order], [labels[w] for w in labelled_order]
     )
     target_x = [shown[w] for w in target_ids]
-    preds = predict(model, target_x, target_ids)
+    target_classes = [support[w] for w in target_ids]
+    preds = predict(
+        model,
+        target_x,
+        target_ids,
+        calibrators=maps[False].for_classes(target_classes) if maps[False] else None,
+        team_calibrators=maps[True].for_classes(target_classes) if maps[True] else None,
+    )
     money = [gpu_hours(r) for r in targets]
     threshold = (
         explain_below
@@ -178,7 +236,109 @@ def attribute(
         team_threshold = threshold_for_accuracy(
             [c for c, _ in below], [w for _, w in below], team_target_accuracy
         )
-    return Attribution(preds, holdout, model, threshold, team_threshold, teams)
+    return Attribution(
+        preds, holdout, model, threshold, team_threshold, teams, person_holdout, support
+    )
+
+
+def _by_class(
+    default: np.ndarray | None, by_class: np.ndarray | None, classes: Sequence[str], n: int
+) -> np.ndarray | None:
+    """The time hold-out's reported confidences: ``default`` (cross-fitted on the model's map)
+    for user_history workloads, the class maps' cross-fitted ones (the first ``n`` of
+    ``by_class``) for the others."""
+    if default is None or by_class is None:
+        return default
+    return np.where(np.array([c == "user_history" for c in classes]), default, by_class[:n])
+
+
+@dataclass
+class _Withheld:
+    """The hold-out of whole people and namespaces: its workloads (ids, labels, support classes),
+    a model trained without any of their labels, its predictions, and the evaluated rows per level
+    (False: project, True: team)."""
+
+    ids: list[str]
+    labels: list[str]
+    support: dict[str, str]
+    evaluated: dict[bool, Evaluated]
+    model: AttributionModel | None = None
+    features: list[dict[str, float]] | None = None
+
+    def predictions(
+        self, reported: Mapping[bool, np.ndarray | None], offset: int
+    ) -> list[tuple[Prediction, str]]:
+        """(prediction, true project) of the withheld workloads, with the class maps'
+        cross-fitted confidences (``reported``: time hold-out first, ``offset`` of them)."""
+        if self.model is None or not self.ids or reported[False] is None:
+            return []
+        team = reported[True]
+        preds = predict(
+            self.model,
+            self.features or [],
+            self.ids,
+            explain_below=0.0,
+            confidences=reported[False][offset:],
+            team_confidences=None if team is None else team[offset:],
+        )
+        return list(zip(preds, self.labels, strict=True))
+
+
+def _withheld_holdout(
+    train: Sequence[Mapping[str, Any]],
+    labels: Mapping[str, str],
+    rules: Mapping[str, str],
+    views: _Views,
+    order: Sequence[Mapping[str, Any]],
+    filed: Mapping[str, str | None],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    seed: int,
+    teams: Mapping[str, str] | None,
+) -> _Withheld:
+    """Withhold every label of a seeded draw of people and namespaces among the training
+    workloads (:func:`withheld_groups`), train the same model on the rest (reading none of their
+    labels, as neighbours either), and score them: raw top probabilities and whether they are
+    right, per level, with their support classes as the model saw them."""
+    withheld = withheld_groups(train, filed, seed=seed)
+    kept = [str(r["workload_id"]) for r in train if str(r["workload_id"]) not in withheld]
+    ids = [str(r["workload_id"]) for r in train if str(r["workload_id"]) in withheld]
+    truth = [labels[w] for w in ids]
+    empty = Evaluated(np.zeros(0), np.zeros(0, dtype=bool), np.zeros(0), ())
+    out = _Withheld(ids, truth, {}, {False: empty, True: empty})
+    if len(ids) < CAL_MIN or not kept:
+        return out
+    known = {**rules, **{w: labels[w] for w in kept}}
+    earlier = earlier_features(order, known, views.readers)
+    later = later_features(order, known, views.readers)
+    shown = {w: {**views.static[w], **earlier[w], **later[w]} for w in kept + ids}
+    by_id = {str(r["workload_id"]): r for r in train}
+    model = fit(
+        [shown[w] for w in kept],
+        [labels[w] for w in kept],
+        weights=[gpu_hours(by_id[w]) for w in kept],
+        seed=seed,
+        teams=teams,
+    )
+    if model is None:
+        return out
+    features = [shown[w] for w in ids]
+    top, right, team_top, team_right = raw_tops(model, features, truth, teams)
+    classes = support_classes(records, views.readers, filed, {w: labels[w] for w in kept})
+    support = {w: classes[w] for w in ids}
+    weight = np.array([gpu_hours(by_id[w]) for w in ids])
+    names = tuple(support[w] for w in ids)
+    return _Withheld(
+        ids,
+        truth,
+        support,
+        {
+            False: Evaluated(top, right, weight, names),
+            True: Evaluated(team_top, team_right, weight, names),
+        },
+        model,
+        features,
+    )
 
 
 @dataclass(frozen=True)
@@ -303,6 +463,7 @@ def prediction_rows(
     auto_threshold: float | None = None,
     team_threshold: float | None = None,
     teams: Mapping[str, str] | None = None,
+    support: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Flat rows (gpucost.engines.arrow_io.ATTRIBUTION_SCHEMA) for the dbt models;
     ``auto_threshold`` is
@@ -326,6 +487,7 @@ def prediction_rows(
             if truth and p.workload_id in truth
             else None,
             "team_auto_threshold": team_threshold,
+            "support_class": (support or {}).get(p.workload_id),
         }
         for k in range(3):
             cand = p.candidates[k] if k < len(p.candidates) else (None, None)
@@ -336,13 +498,18 @@ def prediction_rows(
 
 
 def attribution_rows(result: Attribution) -> list[dict[str, Any]]:
-    """One build's rows: the undeclared workloads' predictions, then the hold-out's (with truth)."""
-    truth = {p.workload_id: t for p, t in result.holdout}
-    thresholds = {
+    """One build's rows: the undeclared workloads' predictions, then the time hold-out's and the
+    hold-out of whole people's (with truth)."""
+    shared = {
         "auto_threshold": result.auto_threshold,
         "team_threshold": result.team_threshold,
         "teams": result.teams,
+        "support": result.support,
     }
-    return prediction_rows(result.predictions, result.model, **thresholds) + prediction_rows(
-        [p for p, _ in result.holdout], result.model, truth, scored_set="holdout", **thresholds
-    )
+    rows = prediction_rows(result.predictions, result.model, **shared)
+    for name, held in (("holdout", result.holdout), ("person_holdout", result.person_holdout)):
+        truth = {p.workload_id: t for p, t in held}
+        rows += prediction_rows(
+            [p for p, _ in held], result.model, truth, scored_set=name, **shared
+        )
+    return rows

@@ -237,3 +237,50 @@ def quality_rows(
             }
         )
     return rows
+
+
+ClassRow = tuple[str, float, Decimal | float]  # (support class, confidence, weight) of a target
+
+
+def support_class_rows(
+    targets: Iterable[ClassRow],
+    held: Iterable[tuple[str, str | None, str, float, Decimal | float]],
+    *,
+    threshold: float | None,
+    classes: Sequence[str],
+) -> list[dict[str, Any]]:
+    """One ``support_class`` row per class: the workloads to score in it (count, cost, the part
+    at or above ``threshold``, coverage), the **estimated** accuracy of that part (its weighted
+    mean calibrated confidence: what the build claims for it), and what the hold-out workloads of
+    the class measure (``held``: (class, predicted, true, confidence, weight) of both hold-outs):
+    ``accuracy_all`` their accuracy at the threshold, ``expected_calibration_error`` their ECE."""
+    targets, held = list(targets), list(held)
+    rows = []
+    for name in classes:
+        mine = [(c, w) for k, c, w in targets if k == name]
+        placed = [(c, w) for c, w in mine if threshold is not None and c >= threshold]
+        total = math.fsum(float(w) for _, w in mine)
+        placed_weight = math.fsum(float(w) for _, w in placed)
+        measured = evaluate(
+            [(p, t, c, w) for k, p, t, c, w in held if k == name], threshold=threshold
+        )
+        rows.append(
+            {
+                "metric_group": "support_class",
+                "metric_key": name,
+                "true_project_id": None,
+                "predicted_project_id": None,
+                "confidence_bin_low": None,
+                "confidence_bin_high": None,
+                "workload_count": len(mine),
+                "effective_cost": sum((w for _, w in mine), Decimal(0)),
+                "auto_effective_cost": sum((w for _, w in placed), Decimal(0)),
+                "coverage": _ratio(placed_weight, total),
+                "accuracy": _ratio(math.fsum(c * float(w) for c, w in placed), placed_weight),
+                "accuracy_all": measured.accuracy_auto,
+                "accuracy_by_count": None,
+                "mean_confidence": _ratio(math.fsum(c * float(w) for c, w in mine), total),
+                "expected_calibration_error": measured.ece,
+            }
+        )
+    return rows
