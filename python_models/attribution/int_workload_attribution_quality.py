@@ -2,8 +2,8 @@
 effective cost: gpucost.core.attribution.quality, the one definition (gpucost benchmark-attribution
 scores the untagged pods against the generator's truth with the same function).
 The team level (team_holdout): the most probable team against the labelled project's team, at
-the build's team threshold. person_holdout: the hold-out of whole people and namespaces (a model that
-read none of their labels). support_class: per class of the workloads to score (user history /
+the build's team threshold. person_holdout: the hold-out of whole people and namespaces (a model
+that read none of their labels). support_class: per class of the workloads to score (user history /
 namespace history / launch signals only), their cost, coverage and estimated accuracy, and what
 both hold-outs measure in that class. rpt_attribution_quality reads these rows and adds the build's
 untagged coverage."""

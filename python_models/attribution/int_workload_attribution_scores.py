@@ -2,7 +2,9 @@
 
 Top-3 calibrated candidates for every workload without a declared owner (scored_set = 'undeclared')
 and for the time-based hold-out it was calibrated and measured on (scored_set = 'holdout', with
-true_project_id), each with its most probable team and that team's own calibrated confidence."""
+true_project_id), each with its most probable team and that team's own calibrated confidence; the
+people withheld whole (person_holdout) and the tags their own signals contradict
+(suspected_mislabel, the tag as true_project_id)."""
 
 from gpucost.core.attribution import attribute, attribution_rows, known_projects, project_teams
 from gpucost.engines.arrow_io import ATTRIBUTION_SCHEMA, config_text, rows_of, table_of
@@ -28,6 +30,7 @@ def model(dbt, session):
     auto_threshold = dbt.config.get("auto_threshold")
     target_accuracy = dbt.config.get("target_accuracy")
     team_target_accuracy = dbt.config.get("team_target_accuracy")
+    mislabel_confidence = dbt.config.get("mislabel_confidence")
     records = rows_of(dbt.ref("int_workload_features"))
     mapping = rows_of(dbt.ref("stg_reference__org_mapping"))
     known = known_projects(records, mapping)
@@ -41,5 +44,6 @@ def model(dbt, session):
         target_accuracy=_number(target_accuracy),
         teams=project_teams(records, mapping),
         team_target_accuracy=_number(team_target_accuracy),
+        mislabel_confidence=_number(mislabel_confidence),
     )
     return table_of(attribution_rows(result), ATTRIBUTION_SCHEMA)

@@ -108,6 +108,9 @@ class AttributionModel:
     holdout_workloads: int = 0
     # each class's team (None: no team known) and the team confidence's own calibration, fitted on
     # the same workloads as the project's (team_calibration_set: same order)
+    # each training workload's probabilities from the folds that did not see it (index into the
+    # labels given to fit, probabilities): a tag its own signals contradict (suspected mislabels)
+    out_of_fold: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     team_of: tuple[str | None, ...] | None = None
     team_calibrator: TopLabelCalibrator | None = None
     team_calibration_set: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(
@@ -399,6 +402,7 @@ def fit(
         lessons.fit(oof, x, np.array([index[c] for c in y]))
         model.lessons = lessons
         oof = lessons.proba(oof, x)  # both stages, out of fold: what the calibration reads
+        model.out_of_fold = (np.asarray(keep), oof)
     if calibration is not None and len(calibration[0]) >= CAL_MIN:
         cal_x, cal_y, cal_w = calibration
         cal_proba = _proba(model, cal_x)
@@ -553,6 +557,36 @@ def _own_maps(
     for cal, rows in groups.values():
         out[rows] = cal.predict(raw[rows])
     return out
+
+
+def contradicted_labels(
+    model: AttributionModel, workload_ids: Sequence[str], labels: Sequence[str], confidence: float
+) -> list[tuple[Prediction, str]]:
+    """Training workloads (``workload_ids`` / ``labels``: in the order given to :func:`fit`) whose
+    out-of-fold prediction names another project than their label with a calibrated confidence of
+    at least ``confidence``: (that prediction, the label), most confident first."""
+    if model.out_of_fold is None:
+        return []
+    keep, proba = model.out_of_fold
+    order = np.argsort(-proba, axis=1, kind="stable")[:, :3]
+    raw = proba[np.arange(len(order)), order[:, 0]]
+    calibrated = model.calibrator.predict(raw) if model.calibrator is not None else raw
+    out = []
+    for row, index in enumerate(keep):
+        best = model.classes[order[row, 0]]
+        if best == labels[index] or calibrated[row] < confidence:
+            continue
+        first = float(calibrated[row])
+        rest = (1.0 - first) / (1.0 - raw[row]) if raw[row] < 1.0 else 0.0
+        cands = tuple(
+            (
+                model.classes[j],
+                round(first if k == 0 else min(float(proba[row, j]) * rest, first), 6),
+            )
+            for k, j in enumerate(order[row])
+        )
+        out.append((Prediction(str(workload_ids[index]), cands), str(labels[index])))
+    return sorted(out, key=lambda pt: (-pt[0].confidence, pt[0].workload_id))
 
 
 def raw_tops(

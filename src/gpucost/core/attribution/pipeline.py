@@ -33,6 +33,7 @@ from gpucost.core.attribution.model import (
     AttributionModel,
     Prediction,
     continue_training,
+    contradicted_labels,
     cross_fitted_confidences,
     fit,
     predict,
@@ -64,6 +65,8 @@ class Attribution:
     # none of their labels; and every scored workload's support class
     person_holdout: list[tuple[Prediction, str]] = field(default_factory=list)
     support: dict[str, str] = field(default_factory=dict)
+    # labelled workloads whose label-blind prediction contradicts their tag: (prediction, tag)
+    suspected: list[tuple[Prediction, str]] = field(default_factory=list)
 
 
 def attribute(
@@ -77,6 +80,7 @@ def attribute(
     target_accuracy: float | None = None,
     teams: Mapping[str, str] | None = None,
     team_target_accuracy: float | None = None,
+    mislabel_confidence: float | None = None,
 ) -> Attribution:
     """Train once, calibrate, measure and predict.
 
@@ -98,6 +102,10 @@ def attribute(
     ``team_target_accuracy`` the team threshold is derived the same way (``team_threshold``) over
     the workloads whose project is below its threshold (the team-only placements reach the target by
     themselves): such a workload whose team is sure goes to the team.
+
+    With ``mislabel_confidence``, a labelled workload whose label-blind prediction (out of fold
+    for the training workloads, the checkpoint's for the hold-out) names another project at least
+    that sure is a suspected mislabel (``suspected``): listed for review, its tag still wins.
 
     History features read neighbours on both sides (:func:`history_features`). No feature the
     measured checkpoint is fitted on reads a hold-out label (a training workload's later side reads
@@ -208,6 +216,15 @@ def attribute(
     )
     holdout = [(p, labels[p.workload_id]) for p in held]
     person_holdout = withheld.predictions(reported, time_n)
+    suspected: list[tuple[Prediction, str]] = []
+    if mislabel_confidence is not None:
+        suspected = contradicted_labels(
+            model, train_ids, [labels[w] for w in train_ids], mislabel_confidence
+        ) + [
+            (p, tag)
+            for p, tag in holdout
+            if p.project_id not in (None, tag) and p.confidence >= mislabel_confidence
+        ]
     labelled_order = train_ids + test_ids
     continue_training(
         model, [shown[w] for w in labelled_order], [labels[w] for w in labelled_order]
@@ -237,7 +254,7 @@ def attribute(
             [c for c, _ in below], [w for _, w in below], team_target_accuracy
         )
     return Attribution(
-        preds, holdout, model, threshold, team_threshold, teams, person_holdout, support
+        preds, holdout, model, threshold, team_threshold, teams, person_holdout, support, suspected
     )
 
 
@@ -499,7 +516,7 @@ def prediction_rows(
 
 def attribution_rows(result: Attribution) -> list[dict[str, Any]]:
     """One build's rows: the undeclared workloads' predictions, then the time hold-out's and the
-    hold-out of whole people's (with truth)."""
+    hold-out of whole people's (with truth), then the suspected mislabels (their tag as truth)."""
     shared = {
         "auto_threshold": result.auto_threshold,
         "team_threshold": result.team_threshold,
@@ -507,7 +524,12 @@ def attribution_rows(result: Attribution) -> list[dict[str, Any]]:
         "support": result.support,
     }
     rows = prediction_rows(result.predictions, result.model, **shared)
-    for name, held in (("holdout", result.holdout), ("person_holdout", result.person_holdout)):
+    sets = (
+        ("holdout", result.holdout),
+        ("person_holdout", result.person_holdout),
+        ("suspected_mislabel", result.suspected),
+    )
+    for name, held in sets:
         truth = {p.workload_id: t for p, t in held}
         rows += prediction_rows(
             [p for p, _ in held], result.model, truth, scored_set=name, **shared
