@@ -5,15 +5,21 @@ The team level (team_holdout): the most probable team against the labelled proje
 the build's team threshold. person_holdout: the hold-out of whole people and namespaces (a model
 that read none of their labels). support_class: per class of the workloads to score (user history /
 namespace history / launch signals only), their cost, coverage and estimated accuracy, and what
-both hold-outs measure in that class. rpt_attribution_quality reads these rows and adds the build's
-untagged coverage."""
+both hold-outs measure in that class. cold_start: the declared-names path on its own (its precision
+on the labelled workloads, the untagged cost it placed). rpt_attribution_quality reads these rows
+and adds the build's untagged coverage."""
 
 from decimal import Decimal
 
 import narwhals as nw
 import pyarrow as pa
 
-from gpucost.core.attribution.quality import evaluate, quality_rows, support_class_rows
+from gpucost.core.attribution.quality import (
+    cold_start_rows,
+    evaluate,
+    quality_rows,
+    support_class_rows,
+)
 from gpucost.core.attribution.support import SUPPORT_CLASSES
 from gpucost.engines.arrow_io import MONEY, rows_of, table_of
 
@@ -86,6 +92,15 @@ def model(dbt, session):
         ),
         threshold=threshold,
         classes=SUPPORT_CLASSES,
+    )
+    first = (targets + scored)[:1]
+    rows += cold_start_rows(
+        {
+            level: (r[f"declared_{level}_precision"], r[f"declared_{level}_matched"])
+            for r in first
+            for level in ("project", "team")
+        },
+        ((r["declared_match"], _cost(r)) for r in targets if r["declared_match"] is not None),
     )
     return table_of(rows, SCHEMA)
 

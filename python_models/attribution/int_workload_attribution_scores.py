@@ -45,5 +45,6 @@ def model(dbt, session):
         teams=project_teams(records, mapping),
         team_target_accuracy=_number(team_target_accuracy),
         mislabel_confidence=_number(mislabel_confidence),
+        declared=mapping,
     )
     return table_of(attribution_rows(result), ATTRIBUTION_SCHEMA)

@@ -8,6 +8,9 @@
 -- probable team when that team's own calibrated confidence reaches the build's team threshold
 -- (team_auto_threshold, from var gpucost_attribution_team_target_accuracy): method model_team, project
 -- __unattributed__ (the team's cost, its project still to be found: rpt_attribution_review lists it).
+-- Cold start: where neither level placed it, a workload whose own names single out one project (or team) of the
+-- org mapping goes to it when that path's precision measured on the labelled workloads reaches the target
+-- (declared_match in int_workload_attribution_scores): method cold_start (project) or cold_start_team.
 -- attribution_confidence: 1 for declared owners, the model's probability for model owners (the team's for
 -- model_team), 0 otherwise.
 {%- set suspense_team = var('gpucost_attribution_suspense_team_id') %}
@@ -40,13 +43,27 @@ decided as (
         predictions.attribution_confidence as model_confidence,
         predictions.predicted_team_id,
         predictions.team_confidence,
+        predictions.declared_match,
         not declared.is_attributed
-        and coalesce(predictions.attribution_confidence >= predictions.auto_threshold, false) as is_model_owner,
+        and (
+            coalesce(predictions.declared_match = 'project', false)
+            or (
+                coalesce(predictions.declared_match, '') != 'team'
+                and coalesce(predictions.attribution_confidence >= predictions.auto_threshold, false)
+            )
+        ) as is_model_owner,
         not declared.is_attributed
         and declared.team_id = '{{ unallocated_owner() }}'
-        and not coalesce(predictions.attribution_confidence >= predictions.auto_threshold, false)
+        and coalesce(predictions.declared_match, '') != 'project'
+        and (
+            coalesce(predictions.declared_match = 'team', false)
+            or not coalesce(predictions.attribution_confidence >= predictions.auto_threshold, false)
+        )
         and predictions.predicted_team_id is not null
-        and coalesce(predictions.team_confidence >= predictions.team_auto_threshold, false) as is_team_owner
+        and (
+            coalesce(predictions.team_confidence >= predictions.team_auto_threshold, false)
+            or coalesce(predictions.declared_match = 'team', false)
+        ) as is_team_owner
     from declared
     left join predictions on declared.workload_id = predictions.workload_id
 
@@ -82,7 +99,9 @@ owned as (
         decided.label_app,
         decided.image_repository,
         case
+            when decided.is_model_owner and decided.declared_match = 'project' then 'cold_start'
             when decided.is_model_owner then 'model'
+            when decided.is_team_owner and decided.declared_match = 'team' then 'cold_start_team'
             when decided.is_team_owner then 'model_team'
             {%- if suspense_project %}
             when not decided.is_attributed then 'suspense'

@@ -15,8 +15,8 @@
 --                the build's team threshold (var gpucost_attribution_team_target_accuracy);
 -- and this model adds
 --   untagged     the workloads without a valid label in this build: share of their cost placed
---                automatically (key `all`: rule or model, on a project; key `team`: rule, model or model_team,
---                at least on a team). Accuracy unknowable here: no truth.
+--                automatically (key `all`: rule, model or cold_start, on a project; key `team`: also model_team
+--                and cold_start_team, at least on a team). Accuracy unknowable here: no truth.
 {%- set threshold = var('gpucost_attribution_auto_threshold') %}
 with
 
@@ -81,13 +81,14 @@ untagged_levels as (
     select
         'all' as metric_key,
         untagged_workloads.*,
-        untagged_workloads.attribution_method in ('rule', 'model') as is_placed
+        untagged_workloads.attribution_method in ('rule', 'model', 'cold_start') as is_placed
     from untagged_workloads
     union all
     select
         'team' as metric_key,
         untagged_workloads.*,
-        untagged_workloads.attribution_method in ('rule', 'model', 'model_team') as is_placed
+        untagged_workloads.attribution_method in ('rule', 'model', 'model_team', 'cold_start', 'cold_start_team')
+            as is_placed
     from untagged_workloads
 
 ),

@@ -53,6 +53,8 @@ METHOD_LABELS = {
     "rule": "a declarative attribution rule (seed attribution_rules)",
     "model": "the learned attribution model, at or above the confidence threshold",
     "model_team": "the learned attribution model, sure of the team but not of the project",
+    "cold_start": "the workload's names single out a project of the org mapping (cold start)",
+    "cold_start_team": "the workload's names single out a team of the org mapping (cold start)",
     "suspense": "parked with the suspense owner (model below the confidence threshold)",
     "shared_workload": "a shared workload split by its consumers' weights",
     "policy": "an allocation policy (shared overheads)",
@@ -60,7 +62,7 @@ METHOD_LABELS = {
 }
 """How the owner was known, per attribution method."""
 
-INFERRED_METHODS = ("model", "model_team", "rule")
+INFERRED_METHODS = ("model", "model_team", "cold_start", "cold_start_team", "rule")
 """Methods whose placement is an inference a team may dispute: the statement's appendix lists the
 signals behind each (the model's strongest features, the rule that matched and on what)."""
 

@@ -131,6 +131,11 @@ ATTRIBUTION_SCHEMA = pa.schema(
         ("true_team_id", pa.string()),
         ("team_auto_threshold", pa.float64()),
         ("support_class", pa.string()),
+        ("declared_match", pa.string()),
+        ("declared_project_precision", pa.float64()),
+        ("declared_project_matched", pa.int64()),
+        ("declared_team_precision", pa.float64()),
+        ("declared_team_matched", pa.int64()),
     ]
 )
 

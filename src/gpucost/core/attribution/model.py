@@ -67,6 +67,9 @@ class Prediction:
     # the most probable team (the sum of its projects' probabilities) and its own calibrated
     # confidence: a team can be sure when none of its projects is (team before project)
     team: tuple[str, float] | None = None
+    # placed from the organisation's declared projects and teams (cold start: 'project' or 'team'),
+    # not by the model's threshold
+    declared: str | None = None
 
     @property
     def project_id(self) -> str | None:

@@ -15,6 +15,7 @@ from gpucost.core.attribution.calibration import (
     calibration_weights,
     threshold_for_accuracy,
 )
+from gpucost.core.attribution.cold_start import Declared, Precision, round_claim, validate
 from gpucost.core.attribution.features import (
     UserInference,
     creator_user,
@@ -67,6 +68,8 @@ class Attribution:
     support: dict[str, str] = field(default_factory=dict)
     # labelled workloads whose label-blind prediction contradicts their tag: (prediction, tag)
     suspected: list[tuple[Prediction, str]] = field(default_factory=list)
+    # what the cold-start path measured on the labelled workloads (None: no org mapping given)
+    cold_start: Precision | None = None
 
 
 def attribute(
@@ -81,6 +84,7 @@ def attribute(
     teams: Mapping[str, str] | None = None,
     team_target_accuracy: float | None = None,
     mislabel_confidence: float | None = None,
+    declared: Sequence[Mapping[str, Any]] | None = None,
 ) -> Attribution:
     """Train once, calibrate, measure and predict.
 
@@ -106,6 +110,11 @@ def attribute(
     With ``mislabel_confidence``, a labelled workload whose label-blind prediction (out of fold
     for the training workloads, the checkpoint's for the hold-out) names another project at least
     that sure is a suspected mislabel (``suspected``): listed for review, its tag still wins.
+
+    With ``declared`` (the org mapping's rows: project and team ids and names), a workload neither
+    level placed whose own names single out one declared project (or team) goes to it, when that
+    path's precision measured on the labelled workloads reaches the level's target
+    (:mod:`.cold_start`; ``cold_start``: what it measured).
 
     History features read neighbours on both sides (:func:`history_features`). No feature the
     measured checkpoint is fitted on reads a hold-out label (a training workload's later side reads
@@ -253,9 +262,64 @@ def attribute(
         team_threshold = threshold_for_accuracy(
             [c for c, _ in below], [w for _, w in below], team_target_accuracy
         )
+    cold = None
+    if declared:
+        names = Declared.of(declared)
+        cold = validate(names, labelled, labels)
+        by_id = {str(r["workload_id"]): r for r in targets}
+        seen = set(model.classes)
+        preds = [
+            _cold_start(
+                p,
+                names.match(by_id[p.workload_id]),
+                cold,
+                targets=(target_accuracy, team_target_accuracy),
+                team_of=names.team_of,
+                known=(seen, {(teams or names.team_of).get(c) for c in seen}),
+            )
+            for p in preds
+        ]
     return Attribution(
-        preds, holdout, model, threshold, team_threshold, teams, person_holdout, support, suspected
+        preds,
+        holdout,
+        model,
+        threshold,
+        team_threshold,
+        teams,
+        person_holdout,
+        support,
+        suspected,
+        cold,
     )
+
+
+def _cold_start(
+    p: Prediction,
+    match: tuple[str | None, str | None, str],
+    cold: Precision,
+    *,
+    targets: tuple[float | None, float | None],
+    team_of: Mapping[str, str],
+    known: tuple[set[str], set[str | None]],
+) -> Prediction:
+    """The prediction, or what the declared names place instead, for **cold** projects and teams
+    only (without any labelled workload: ``known`` are the model's projects and their teams): the
+    model never names those, so their names decide. The project (its measured precision as the
+    confidence, the model's other candidates after it), else the team (its precision as the team's
+    confidence). A project or team the model knows is the model's to place: where it is unsure,
+    names that mention it (an evaluation harness run for another project) are no better."""
+    known_projects, known_teams = known
+    project, team, terms = match
+    signals = f"declared: {terms}"
+    if project is not None and project not in known_projects and cold.places("project", targets[0]):
+        claim = round_claim(cold.project)
+        rest = tuple(c for c in p.candidates if c[0] != project)[:2]
+        own_team = team_of.get(project)
+        best_team = (own_team, round_claim(cold.team or cold.project)) if own_team else p.team
+        return Prediction(p.workload_id, ((project, claim), *rest), signals, best_team, "project")
+    if team is None or team in known_teams or not cold.places("team", targets[1]):
+        return p
+    return Prediction(p.workload_id, p.candidates, signals, (team, round_claim(cold.team)), "team")
 
 
 def _by_class(
@@ -488,6 +552,7 @@ def prediction_rows(
     team_threshold: float | None = None,
     teams: Mapping[str, str] | None = None,
     support: Mapping[str, str] | None = None,
+    cold_start: Precision | None = None,
 ) -> list[dict[str, Any]]:
     """Flat rows (gpucost.engines.arrow_io.ATTRIBUTION_SCHEMA) for the dbt models;
     ``auto_threshold`` is
@@ -512,6 +577,11 @@ def prediction_rows(
             else None,
             "team_auto_threshold": team_threshold,
             "support_class": (support or {}).get(p.workload_id),
+            "declared_match": p.declared,
+            "declared_project_precision": cold_start.project if cold_start else None,
+            "declared_project_matched": cold_start.project_matched if cold_start else None,
+            "declared_team_precision": cold_start.team if cold_start else None,
+            "declared_team_matched": cold_start.team_matched if cold_start else None,
         }
         for k in range(3):
             cand = p.candidates[k] if k < len(p.candidates) else (None, None)
@@ -529,6 +599,7 @@ def attribution_rows(result: Attribution) -> list[dict[str, Any]]:
         "team_threshold": result.team_threshold,
         "teams": result.teams,
         "support": result.support,
+        "cold_start": result.cold_start,
     }
     rows = prediction_rows(result.predictions, result.model, **shared)
     sets = (

@@ -13,7 +13,7 @@ the weights as floats (``math.fsum``: one correctly rounded sum, whatever the ro
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -281,6 +281,42 @@ def support_class_rows(
                 "accuracy_by_count": None,
                 "mean_confidence": _ratio(math.fsum(c * float(w) for c, w in mine), total),
                 "expected_calibration_error": measured.ece,
+            }
+        )
+    return rows
+
+
+def cold_start_rows(
+    measured: Mapping[str, tuple[float | None, int | None]],
+    placed: Iterable[tuple[str, Decimal | float]],
+) -> list[dict[str, Any]]:
+    """The cold-start path on its own, one ``cold_start`` row per level (keys ``declared_project``,
+    ``declared_team``):
+    what it measured on the labelled workloads (``measured``: level -> (precision, matched), the
+    ``accuracy`` and ``workload_count``) and the untagged cost it placed (``placed``: (level,
+    weight) of each workload it placed, ``auto_effective_cost``)."""
+    placed = list(placed)
+    rows = []
+    for level in ("project", "team"):
+        precision, matched = measured.get(level, (None, None))
+        mine = [w for k, w in placed if k == level]
+        rows.append(
+            {
+                "metric_group": "cold_start",
+                "metric_key": f"declared_{level}",
+                "true_project_id": None,
+                "predicted_project_id": None,
+                "confidence_bin_low": None,
+                "confidence_bin_high": None,
+                "workload_count": matched or 0,
+                "effective_cost": Decimal(0),
+                "auto_effective_cost": sum(mine, Decimal(0)),
+                "coverage": None,
+                "accuracy": precision,
+                "accuracy_all": None,
+                "accuracy_by_count": None,
+                "mean_confidence": None,
+                "expected_calibration_error": None,
             }
         )
     return rows

@@ -1,0 +1,149 @@
+"""Cold start: place work from what the organisation declares, with no labelled workload at all.
+
+A team that never tags has projects with no labelled workload, so the model cannot name them. The
+org mapping still lists them: project ids and names, team ids and names. A workload whose own names
+(namespace, pod, owner, app, image path, launch line, working directory, volume claims) single out
+**one** declared project is that project's; one whose names single out one team (by the team's id
+or name, or every project they name being that team's) is that team's.
+
+The path measures itself before it places anything (:func:`validate`): it is applied to the
+labelled workloads, and its money-weighted precision there, per level, is what it claims. It places
+a level only when that precision reaches the level's target accuracy over at least ``CAL_MIN``
+matched workloads.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpucost.core.attribution.calibration import CAL_MIN
+from gpucost.core.attribution.features import gpu_hours, tokens
+
+_NAMED = (
+    "namespace",
+    "pod",
+    "created_by_name",
+    "label_app",
+    "image_repository",
+    "command_line",
+    "working_dir",
+    "volume_claims",
+)
+_SLUG = re.compile(r"[^a-z0-9]+")
+_MIN_TERM = 3  # shorter ids (``ai``, ``ml``) match too much to say anything
+
+
+def _slug(text: Any) -> str | None:
+    slug = _SLUG.sub("-", str(text or "").lower()).strip("-")
+    return slug if len(slug) >= _MIN_TERM else None
+
+
+@dataclass(frozen=True)
+class Declared:
+    """The terms that name each declared project and team: ids and names, as name tokens."""
+
+    projects: Mapping[str, str]  # term -> project
+    teams: Mapping[str, str]  # term -> team
+    team_of: Mapping[str, str]  # project -> team
+
+    @classmethod
+    def of(cls, mapping: Sequence[Mapping[str, Any]]) -> Declared:
+        projects: dict[str, set[str]] = {}
+        teams: dict[str, set[str]] = {}
+        team_of = {}
+        for row in mapping:
+            project, team = row.get("project_id"), row.get("team_id")
+            if project and team:
+                team_of[str(project)] = str(team)
+            for term in (_slug(project), _slug(row.get("project_name"))):
+                if term and project:
+                    projects.setdefault(term, set()).add(str(project))
+            for term in (_slug(team), _slug(row.get("team_name"))):
+                if term and team:
+                    teams.setdefault(term, set()).add(str(team))
+        # a term that names two projects (or teams) names none
+        return cls(
+            {t: next(iter(p)) for t, p in projects.items() if len(p) == 1},
+            {t: next(iter(p)) for t, p in teams.items() if len(p) == 1},
+            team_of,
+        )
+
+    def match(self, record: Mapping[str, Any]) -> tuple[str | None, str | None, str]:
+        """(the one project, the one team the workload's names single out, the terms that did)."""
+        words = set(tokens(*(str(record.get(k) or "") for k in _NAMED)))
+        project_terms = sorted(t for t in self.projects if t in words)
+        team_terms = sorted(t for t in self.teams if t in words)
+        projects = {self.projects[t] for t in project_terms}
+        project = next(iter(projects)) if len(projects) == 1 else None
+        teams = {self.teams[t] for t in team_terms} | {
+            self.team_of[p] for p in projects if p in self.team_of
+        }
+        team = next(iter(teams)) if len(teams) == 1 else None
+        if project is not None and self.team_of.get(project) not in (None, team):
+            project = None
+        return project, team, ", ".join(project_terms + team_terms)
+
+
+@dataclass(frozen=True)
+class Precision:
+    """What the path measured on the labelled workloads, per level: money-weighted precision and
+    the workloads it matched (None: nothing matched)."""
+
+    project: float | None
+    project_matched: int
+    team: float | None
+    team_matched: int
+
+    def places(self, level: str, target: float | None) -> bool:
+        precision, matched = (
+            (self.project, self.project_matched)
+            if level == "project"
+            else (self.team, self.team_matched)
+        )
+        return (
+            target is not None
+            and precision is not None
+            and matched >= CAL_MIN
+            and precision >= target
+        )
+
+
+def validate(
+    declared: Declared, labelled: Sequence[Mapping[str, Any]], labels: Mapping[str, str]
+) -> Precision:
+    """The path applied to labelled workloads: the share of the GPU-hours it matched that it
+    matched right, per level (team: against the labelled project's team)."""
+    sums = {"project": [0.0, 0.0, 0], "team": [0.0, 0.0, 0]}
+    for r in labelled:
+        label = labels[str(r["workload_id"])]
+        project, team, _ = declared.match(r)
+        weight = gpu_hours(r)
+        for level, got, truth in (
+            ("project", project, label),
+            ("team", team, declared.team_of.get(label)),
+        ):
+            if got is not None and truth is not None:
+                acc = sums[level]
+                acc[0] += weight
+                acc[1] += weight if got == truth else 0.0
+                acc[2] += 1
+
+    def ratio(level: str) -> float | None:
+        total, right, _ = sums[level]
+        return right / total if total else None
+
+    return Precision(
+        ratio("project"),
+        int(sums["project"][2]),
+        ratio("team"),
+        int(sums["team"][2]),
+    )
+
+
+def round_claim(value: float | None) -> float:
+    """A measured precision as a confidence: never 1 (a finite sample never makes it certain)."""
+    return 0.0 if value is None or math.isnan(value) else round(min(value, 0.999999), 6)

@@ -1,0 +1,114 @@
+"""Cold start (gpucost.core.attribution.cold_start): a team that never tags is placed from the org
+mapping's names, when that path's precision on the labelled workloads reaches the target."""
+
+from __future__ import annotations
+
+import random
+
+from gpucost.core.attribution import attribute
+from gpucost.core.attribution.cold_start import Declared, validate
+
+MAPPING = [
+    {
+        "project_id": "rag-search",
+        "project_name": "RAG search",
+        "team_id": "nlp",
+        "team_name": "NLP",
+    },
+    {
+        "project_id": "summarizer",
+        "project_name": "Summarizer",
+        "team_id": "nlp",
+        "team_name": "NLP",
+    },
+    {
+        "project_id": "detector-v2",
+        "project_name": "Detector",
+        "team_id": "vision",
+        "team_name": "Vision",
+    },
+    {
+        "project_id": "seg-anything",
+        "project_name": "Segment",
+        "team_id": "vision",
+        "team_name": "Vision",
+    },
+]
+
+
+def _records(n: int, seed: int) -> list[dict]:
+    """nlp tags everything; vision never tags. Three pods in four name their project; vision's
+    namespace is its team's, nlp's is shared."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        row = MAPPING[i % 4]
+        named = rng.random() < 0.75
+        pod = f"{row['project_id']}-train-{rng.randrange(16**5):05x}" if named else f"job-{i}"
+        out.append(
+            {
+                "workload_id": f"c/{row['team_id']}/{pod}/uid",
+                "cluster_id": "c",
+                "namespace": "team-vision" if row["team_id"] == "vision" else "batch",
+                "pod": pod,
+                "user_id": f"user{i % 5}-{row['team_id']}",
+                "image_repository": "nvcr.io/nvidia/pytorch",
+                "gpu_count": 1,
+                "started_epoch": 1_790_000_000 + i * 600,
+                "duration_hours": 1.0,
+                "known_project_id": row["project_id"] if row["team_id"] == "nlp" else None,
+                "true_project_id": row["project_id"],
+                "true_team_id": row["team_id"],
+            }
+        )
+    return out
+
+
+def test_a_team_that_never_tags_is_placed_from_the_declared_names():
+    records = _records(600, seed=4)
+    projects = [r["project_id"] for r in MAPPING]
+    teams = {r["project_id"]: r["team_id"] for r in MAPPING}
+    result = attribute(
+        records,
+        projects,
+        training_days=None,
+        seed=1,
+        target_accuracy=0.95,
+        teams=teams,
+        team_target_accuracy=0.95,
+        declared=MAPPING,
+    )
+    by_id = {r["workload_id"]: r for r in records}
+    vision = [p for p in result.predictions if by_id[p.workload_id]["true_team_id"] == "vision"]
+    # the model cannot name vision's projects (no label): the declared names do, all right
+    assert all(p.project_id not in ("detector-v2", "seg-anything") or p.declared for p in vision)
+    by_project = [p for p in vision if p.declared == "project"]
+    assert len(by_project) >= 0.6 * len(vision)
+    assert all(p.project_id == by_id[p.workload_id]["true_project_id"] for p in by_project)
+    assert all("declared: " in p.signals for p in by_project)
+    # the unnamed ones: the team's namespace names the team
+    by_team = [p for p in vision if p.declared == "team"]
+    assert by_team and all(p.team_id == "vision" for p in by_team)
+    # what the path claims is what it measured on the labelled (nlp) workloads
+    assert result.cold_start is not None and result.cold_start.project == 1.0
+    assert by_project[0].confidence == 0.999999
+    # no target accuracy: the path does not place
+    fixed = attribute(records, projects, training_days=None, seed=1, declared=MAPPING)
+    assert not any(p.declared for p in fixed.predictions)
+
+
+def test_a_name_shared_by_two_projects_names_none_and_precision_is_measured():
+    declared = Declared.of(
+        [*MAPPING, {"project_id": "detector-v3", "project_name": "Detector", "team_id": "vision"}]
+    )
+    assert declared.match({"pod": "detector-train-1"})[0] is None  # two projects named Detector
+    assert declared.match({"pod": "detector-v2-train-1"})[:2] == ("detector-v2", "vision")
+    assert declared.match({"namespace": "team-nlp", "pod": "job-1"})[:2] == (None, "nlp")
+    labelled = [
+        {"workload_id": "a", "pod": "rag-search-1", "gpu_count": 1, "duration_hours": 3.0},
+        {"workload_id": "b", "pod": "summarizer-1", "gpu_count": 1, "duration_hours": 1.0},
+    ]
+    # b's name says summarizer, its label rag-search: 3 of 4 GPU-hours right, both on the team
+    measured = validate(declared, labelled, {"a": "rag-search", "b": "rag-search"})
+    assert (measured.project, measured.project_matched) == (0.75, 2)
+    assert (measured.team, measured.team_matched) == (1.0, 2)
