@@ -601,6 +601,13 @@ def test_hard_month_names_images_specs_and_namespaces(hard_month) -> None:
     for _, labels, _ in _series(root, "kube", "kube_pod_container_info"):
         projects_by_image[labels["image"].rsplit(":", 1)[0]].add(project_of[labels["uid"]])
     assert max(len(p) for p in projects_by_image.values()) >= 6
+    # generic fine-tunes also run the training jobs' base image, not an image named for them
+    kind_of = {r["uid"]: r["kind"] for r in truth}
+    assert any(
+        kind_of[labels["uid"]] == "finetune"
+        and labels["image"].startswith("nvcr.io/nvidia/pytorch")
+        for _, labels, _ in _series(root, "kube", "kube_pod_container_info")
+    )
     # pod specs for the first two clusters of three only
     clusters = [c["name"] for c in summary["clusters"]]
     assert summary["pod_spec_clusters"] == clusters[:2]
