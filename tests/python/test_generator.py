@@ -521,8 +521,11 @@ def test_hard_month_tagging_is_a_habit_of_people_and_teams(hard_month) -> None:
         if r["user_team_id"] != silent and not r["user_id"].startswith("system:"):
             by_person[r["user_id"]].append(r["tag_state"] == "untagged")
     shares = sorted(sum(v) / len(v) for v in by_person.values() if len(v) >= 8)
-    assert len(shares) >= 10
-    assert shares[0] < 0.2 and shares[-1] == 1.0  # someone who (nearly) always tags, one never
+    assert len(shares) >= 10 and shares[0] < 0.2  # someone nearly always tags
+    # a tenth of the others (two of twenty) never tag
+    assert len(summary["never_tagging_people"]) == 2
+    for person in summary["never_tagging_people"]:
+        assert by_person[person] and all(by_person[person])
     # what the labels say agrees with the truth's tag states
     labels = _pod_labels(root)
     assert all("label_project_id" not in labels[r["uid"]] for r in untagged)
@@ -623,6 +626,7 @@ def test_hard_month_names_images_specs_and_namespaces(hard_month) -> None:
     assert namespaces[clusters[0]] <= {f"team-{t}" for t in set(org.values())}
     assert namespaces[clusters[1]] <= set(org) and len(namespaces[clusters[1]]) >= 5
     assert namespaces[clusters[2]] == {"batch", "default"}
-    for r in truth:
-        if r["cluster"] == clusters[1]:
-            assert r["namespace"] == r["project_id"]
+    # most work there runs in its project's namespace; some side work in the person's main one
+    second = [r for r in truth if r["cluster"] == clusters[1]]
+    drifted = [r for r in second if r["namespace"] != r["project_id"]]
+    assert 0.02 < len(drifted) / len(second) < 0.2

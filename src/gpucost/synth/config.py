@@ -29,9 +29,9 @@ class MonthConfig:
     * ``never_tagging_teams`` (default 1): teams none of whose people ever put a project label on a
       pod; tagging is otherwise a habit: each team has a base compliance, each person a propensity
       around it (``compliance_spread``, default 0.25, the half-width of the spread), and a share
-      ``never_tagging_people`` (default 0.1) of the others never tag. Which workloads lose their
-      label follows those habits; the month's untagged pod share stays ``untagged_fraction`` unless
-      the people who never tag alone run more than that.
+      ``never_tagging_people`` (default 0.1, rounded) of the others never tag. Which workloads
+      lose their label follows those habits; the month's untagged pod share stays
+      ``untagged_fraction`` unless the people who never tag alone run more than that.
     * ``handover_share`` (default 0.2): the share of people who move from their main project to
       another at a time of their own mid-month (the project handed to another team,
       ``HANDOFF_PROJECT``, stays); ``born_projects`` (default 1, at most 2): projects of the org
@@ -47,7 +47,9 @@ class MonthConfig:
       up: both of two, two of three) whose pod specs are landed under inventory/kube.
     * ``namespace_layouts`` (default team, project, shared), given to the clusters in turn: a
       namespace per team (``team-<team>``), per project (``<project id>``), or shared namespaces
-      (``batch`` for jobs, ``default`` for notebooks, serving and ETL).
+      (``batch`` for jobs, ``default`` for notebooks, serving and ETL). ``namespace_drift``
+      (default 0.15): in a per-project layout, the share of a person's work for another project
+      than their main one that runs in their main project's namespace (the one they work in).
 
     Raises ``ValueError`` on a config that cannot be generated (a step that does not divide the
     hour, an empty fleet or window, fewer nodes than clusters, a share outside [0, 1], every team
@@ -75,6 +77,7 @@ class MonthConfig:
     generic_name_share: float = 0.5
     pod_spec_share: float = 0.75
     namespace_layouts: tuple[str, ...] = ("team", "project", "shared")
+    namespace_drift: float = 0.15
 
     def __post_init__(self) -> None:
         if self.step_seconds <= 0 or 3600 % self.step_seconds:
@@ -95,6 +98,7 @@ class MonthConfig:
             "wrong_tag_share",
             "generic_name_share",
             "pod_spec_share",
+            "namespace_drift",
         ):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1]")

@@ -162,6 +162,7 @@ def generate_month(
             hard=hard,
             spec_seed=f"{seed}/specs/{cl.name}",
             generic_share=config.generic_name_share,
+            drift=config.namespace_drift,
             moves=habits.moves if habits else None,
             **confusions,
         )
@@ -334,6 +335,13 @@ def generate_month(
         "typo_pods": n_typo,
         "wrong_tag_pods": n_wrong,
         "never_tagging_teams": list(habits.never_tagging_teams) if habits else [],
+        "never_tagging_people": sorted(
+            u
+            for u, c in habits.compliance.items()
+            if c == 0.0 and user_team[u] not in habits.never_tagging_teams
+        )
+        if habits
+        else [],
         "born_projects": {p: iso(t) for p, t in habits.born.items()} if habits else {},
         "people_moved": {u: iso(m[0]) for u, m in habits.moves.items()} if habits else {},
         "pod_spec_clusters": [cl.name for cl in spec_fleet],

@@ -51,11 +51,13 @@ def build_habits(
     teams = sorted(set(user_team.values()))
     never = tuple(sorted(rng.sample(teams, never_tagging_teams)))
     team_rate = {t: 0.0 if t in never else rng.uniform(0.35, 0.95) for t in teams}
+    others = sorted(u for u, t in user_team.items() if t not in never)
+    silent = set(rng.sample(others, round(never_tagging_people * len(others))))
     compliance: dict[str, float] = {}
     for user in sorted(user_team):
         base = team_rate[user_team[user]]
         jitter = rng.uniform(-compliance_spread, compliance_spread)
-        if base == 0.0 or rng.random() < never_tagging_people:
+        if base == 0.0 or user in silent:
             compliance[user] = 0.0
         else:
             compliance[user] = min(_MAX_COMPLIANCE, max(_MIN_COMPLIANCE, base + jitter))

@@ -126,6 +126,7 @@ class PodFactory:
         spec_seed: str = "",
         generic_share: float = 0.5,
         layout: str = "team",
+        drift: float = 0.0,
         born: dict[str, int] | None = None,
         moves: dict[str, tuple[int, str | None, float]] | None = None,
     ) -> None:
@@ -148,6 +149,7 @@ class PodFactory:
         self.handoff_at = handoff_at
         self.generic_share = generic_share
         self.layout = layout  # namespaces per team, per project or shared (MonthConfig)
+        self.drift = drift  # per-project layout: side work run in the person's main namespace
         self.born = born or {}  # projects born mid-month: the first second they may run
         self.moves = dict(moves or {})  # people who move onto another project mid-month
         self.user_projects: dict[str, list[tuple[str, float]]] = {}
@@ -257,6 +259,9 @@ class PodFactory:
             team = HANDOFF_PROJECT[1]
             user = rng.choice(sorted(u for u, t in self.user_team.items() if t == team))
         namespace = self.namespace(kind, team, project)
+        main = self.user_projects.get(user, [(project, 1.0)])[0][0]
+        if self.layout == "project" and main != project and rng.random() < self.drift:
+            namespace = main  # side work, run where the person usually works
         if self.hard and kind in ("training", "finetune", "eval") and rng.random() < 0.1:
             user = f"system:serviceaccount:{namespace}:ci"  # a pipeline's service account
         # names and images that do not say the project
