@@ -750,8 +750,14 @@ def test_hard_generator_month_is_harder_and_writes_the_truth(tmp_path):
             )
             if user:
                 assert first[f"{r['cluster']}/{r['pod']}"] == f"{user}@acme.example"
-    # the handed-over project runs in the new team's namespace in the second half
+    # the handed-over project belongs to the new team in the second half (the truth's team_id), and
+    # runs in its namespace on the clusters with a namespace per team (hard mode varies the layout)
     handed = [
         r for r in truth if r["project_id"] == HANDOFF_PROJECT[0] and r["kind"] != "inference"
     ]
-    assert any(r["namespace"] == f"team-{HANDOFF_PROJECT[1]}" for r in handed)
+    new_team = [r for r in handed if r["team_id"] == HANDOFF_PROJECT[1]]
+    assert new_team
+    per_team = {c for c, layout in summary["namespace_layouts"].items() if layout == "team"}
+    for r in new_team:
+        if r["cluster"] in per_team:
+            assert r["namespace"] == f"team-{HANDOFF_PROJECT[1]}"

@@ -237,6 +237,13 @@ def test_benchmark_command_scores_untagged_pods_against_the_truth(tmp_path, caps
     printed = capsys.readouterr().out
     assert "holdout:" in printed and "other thresholds" in printed
     assert "ranking bound" in printed and "information ceiling" in printed
+    # the hard month's confusions, and the team scored apart from the project
+    assert re.search(r"\d+ with a valid but wrong project id", printed)
+    assert re.search(r"never tagging: [a-z-]+\)", printed)
+    (team_cov, team_acc) = re.findall(
+        r"teams: ([\d.]+)% .* placed on a team, ([\d.]+)% of it", printed
+    )[0]
+    assert 0 <= float(team_cov) <= 100 and 0 <= float(team_acc) <= 100
     (derived,) = re.findall(r"derived from target accuracy 0.85: ([\d.]+)", printed)
     assert re.search(r"training \+ scoring 500 workloads .*: [\d.]+ s wall", printed)
     # every untagged pod that ran is scored: the truth joins the warehouse's workload ids
@@ -260,13 +267,16 @@ def test_benchmark_command_scores_untagged_pods_against_the_truth(tmp_path, caps
     assert any(name == f"{user}@acme.example" for name, user in creators if user)
     assert any(name.startswith("system:serviceaccount:") for name, _ in creators if name)
     assert all(user is None for name, user in creators if (name or "system:").startswith("system:"))
+    # untagged means without a project id of the org mapping (untagged, or typo'd); a valid but
+    # wrong id is a label the build takes
     untagged_ran = [
         r
         for r in truth
-        if r["tag_state"] != "tagged"
+        if r["tag_state"] in ("untagged", "typo")
         and f"{r['cluster']}/{r['namespace']}/{r['pod']}/{r['uid']}" in ran
     ]
     assert int(scored) == len(untagged_ran) > 0
+    assert {r["tag_state"] for r in truth} >= {"tagged", "untagged", "wrong_tag"}
     _assert_threshold_derived(out / "gpucost.duckdb", 0.85, float(derived))
 
 

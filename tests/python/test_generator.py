@@ -446,3 +446,187 @@ def test_month_boundary_writes_one_file_per_month(month_boundary) -> None:
 def test_rejects_bad_arguments(tmp_path: Path, kwargs: dict) -> None:
     with pytest.raises(ValueError):
         generate_month(tmp_path, MonthConfig(**(TINY | kwargs)))
+
+
+# ------------------------------------------------------------------------------ hard mode
+
+HARD = {"nodes": 6, "days": 6, "step_seconds": 1800, "clusters": 3, "hard": True}
+HARD_FLEET = HARD | {"slurm_nodes": 0, "shared_gpus": False}
+
+
+@pytest.fixture(scope="module")
+def hard_month(tmp_path_factory) -> tuple[Path, dict, list[dict[str, str]]]:
+    """A hard month on three clusters (one per namespace layout) with its truth."""
+    out = tmp_path_factory.mktemp("hard")
+    summary = generate_month(
+        out / "landing", MonthConfig(seed=5, **HARD_FLEET), truth_csv=out / "truth.csv"
+    )
+    with (out / "truth.csv").open(encoding="utf-8") as f:
+        truth = list(csv.DictReader(f))
+    return out / "landing", summary, truth
+
+
+def _org(root: Path) -> dict[str, str]:
+    with (root / "reference" / "org_mapping.csv").open(newline="", encoding="utf-8") as f:
+        return {r["project_id"]: r["team_id"] for r in csv.DictReader(f)}
+
+
+def _pod_labels(root: Path) -> dict[str, dict[str, str]]:
+    return {labels["uid"]: labels for _, labels, _ in _series(root, "kube", "kube_pod_labels")}
+
+
+def test_hard_month_is_deterministic_and_knobs_leave_the_plain_month_alone(tmp_path: Path) -> None:
+    tiny_hard = TINY | {"hard": True, "clusters": 2, "nodes": 2}
+    generate_month(tmp_path / "a", MonthConfig(seed=4, **tiny_hard))
+    generate_month(tmp_path / "b", MonthConfig(seed=4, **tiny_hard))
+    assert _tree_digest(tmp_path / "a") == _tree_digest(tmp_path / "b")
+    # the hard mode's knobs are read in hard mode only: the plain month does not move
+    knobs = {"never_tagging_teams": 3, "wrong_tag_share": 0.5, "namespace_layouts": ("shared",)}
+    knobs |= {"pod_spec_share": 0.0, "born_projects": 2, "handover_share": 1.0}
+    generate_month(tmp_path / "c", MonthConfig(seed=4, **TINY))
+    generate_month(tmp_path / "d", MonthConfig(seed=4, **TINY, **knobs))
+    assert _tree_digest(tmp_path / "c") == _tree_digest(tmp_path / "d")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"never_tagging_teams": 5},
+        {"wrong_tag_share": 1.5},
+        {"pod_spec_share": -0.1},
+        {"born_projects": 9},
+        {"namespace_layouts": ("team", "per-user")},
+        {"namespace_layouts": ()},
+    ],
+)
+def test_rejects_bad_hard_mode_knobs(kwargs: dict) -> None:
+    with pytest.raises(ValueError):
+        MonthConfig(**(TINY | kwargs))
+
+
+def test_hard_month_tagging_is_a_habit_of_people_and_teams(hard_month) -> None:
+    root, summary, truth = hard_month
+    assert len(truth) == summary["pods"]
+    untagged = [r for r in truth if r["tag_state"] == "untagged"]
+    assert len(untagged) == summary["untagged_pods"]
+    # the month's untagged share stays the configured one (0.5)
+    assert abs(len(untagged) / len(truth) - 0.5) < 0.02
+    # one team never tags: every pod its people (or pipelines) launch is untagged
+    (silent,) = summary["never_tagging_teams"]
+    theirs = [r for r in truth if r["user_team_id"] == silent]
+    assert len(theirs) > 20 and all(r["tag_state"] == "untagged" for r in theirs)
+    # the others tag by habit: people differ far more than a coin per pod would make them
+    by_person: dict[str, list[bool]] = defaultdict(list)
+    for r in truth:
+        if r["user_team_id"] != silent and not r["user_id"].startswith("system:"):
+            by_person[r["user_id"]].append(r["tag_state"] == "untagged")
+    shares = sorted(sum(v) / len(v) for v in by_person.values() if len(v) >= 8)
+    assert len(shares) >= 10 and shares[0] < 0.2  # someone nearly always tags
+    # a tenth of the others (two of twenty) never tag
+    assert len(summary["never_tagging_people"]) == 2
+    for person in summary["never_tagging_people"]:
+        assert by_person[person] and all(by_person[person])
+    # what the labels say agrees with the truth's tag states
+    labels = _pod_labels(root)
+    assert all("label_project_id" not in labels[r["uid"]] for r in untagged)
+
+
+def test_hard_month_wrong_tags_name_another_valid_project(hard_month) -> None:
+    root, summary, truth = hard_month
+    org = _org(root)
+    labels = _pod_labels(root)
+    wrong = [r for r in truth if r["tag_state"] == "wrong_tag"]
+    tagged = [r for r in truth if r["tag_state"] != "untagged"]
+    assert len(wrong) == summary["wrong_tag_pods"] == round(0.03 * len(tagged))
+    assert wrong
+    for r in wrong:
+        label = labels[r["uid"]]["label_project_id"]
+        assert label in org and label != r["project_id"]
+    # a plain tagged pod's label is its true project; a typo'd one names no project at all
+    for r in truth:
+        if r["tag_state"] == "tagged":
+            assert labels[r["uid"]]["label_project_id"] == r["project_id"]
+        elif r["tag_state"] == "typo":
+            assert labels[r["uid"]]["label_project_id"] not in org
+
+
+def test_hard_month_hand_overs_and_a_project_born_mid_month(hard_month) -> None:
+    from gpucost.synth.reference import HANDOFF_PROJECT
+
+    root, summary, truth = hard_month
+    org = _org(root)
+    # a project is born mid-month: nothing of it runs before, some of it after
+    ((born, born_at),) = summary["born_projects"].items()
+    of_born = [r for r in truth if r["project_id"] == born]
+    assert of_born and all(r["started_at"] >= born_at for r in of_born)
+    assert summary["start"] < born_at < summary["end"]
+    # people move: someone who ran other work before moves onto the new project
+    movers = {r["user_id"] for r in of_born} & set(summary["people_moved"])
+    assert any(
+        r["user_id"] in movers and r["started_at"] < born_at and r["project_id"] != born
+        for r in truth
+    )
+    # and people who move to another of their team's projects mid-month: after the move most of
+    # their work is on a project that was not their main one before
+    moved_main = 0
+    for user, at in summary["people_moved"].items():
+        before = [r["project_id"] for r in truth if r["user_id"] == user and r["started_at"] < at]
+        after = [r["project_id"] for r in truth if r["user_id"] == user and r["started_at"] >= at]
+        if len(before) >= 3 and len(after) >= 3:
+            main_before = max(sorted(set(before)), key=before.count)
+            main_after = max(sorted(set(after)), key=after.count)
+            moved_main += main_before != main_after
+    assert moved_main >= 2
+    # the truth's team is the project's owner at the pod's time: the handed-over project's
+    # pods belong to the new team after the hand-over, to the org mapping's before
+    project, new_team = HANDOFF_PROJECT
+    start = datetime.fromisoformat(summary["start"].replace("Z", "+00:00"))
+    handoff = start + (datetime.fromisoformat(summary["end"].replace("Z", "+00:00")) - start) / 2
+    handoff_at = handoff.strftime("%Y-%m-%dT%H:%M:%SZ")
+    handed = [r for r in truth if r["project_id"] == project]
+    assert {r["team_id"] for r in handed} == {org[project], new_team}
+    assert all(r["started_at"] >= handoff_at for r in handed if r["team_id"] == new_team)
+    assert all(r["team_id"] == org[project] for r in handed if r["started_at"] < handoff_at)
+    for r in truth:
+        if r["project_id"] != project:
+            assert r["team_id"] == org[r["project_id"]]
+
+
+def test_hard_month_names_images_specs_and_namespaces(hard_month) -> None:
+    root, summary, truth = hard_month
+    org = _org(root)
+    names = [r["pod"] for r in truth]
+    for prefix in ("job-", "run-", "exp-", "ft-", "eval-", "jupyter-"):
+        assert any(n.startswith(prefix) for n in names), prefix
+    # shared base images: one image runs the work of many projects
+    project_of = {r["uid"]: r["project_id"] for r in truth}
+    projects_by_image: dict[str, set[str]] = defaultdict(set)
+    for _, labels, _ in _series(root, "kube", "kube_pod_container_info"):
+        projects_by_image[labels["image"].rsplit(":", 1)[0]].add(project_of[labels["uid"]])
+    assert max(len(p) for p in projects_by_image.values()) >= 6
+    # generic fine-tunes also run the training jobs' base image, not an image named for them
+    kind_of = {r["uid"]: r["kind"] for r in truth}
+    assert any(
+        kind_of[labels["uid"]] == "finetune"
+        and labels["image"].startswith("nvcr.io/nvidia/pytorch")
+        for _, labels, _ in _series(root, "kube", "kube_pod_container_info")
+    )
+    # pod specs for the first two clusters of three only
+    clusters = [c["name"] for c in summary["clusters"]]
+    assert summary["pod_spec_clusters"] == clusters[:2]
+    landed = sorted(p.name for p in (root / "inventory" / "kube").iterdir())
+    assert landed == sorted(clusters[:2])
+    # namespaces: per team on the first cluster, per project on the second, shared on the third
+    assert summary["namespace_layouts"] == dict(
+        zip(clusters, ("team", "project", "shared"), strict=True)
+    )
+    namespaces = defaultdict(set)
+    for r in truth:
+        namespaces[r["cluster"]].add(r["namespace"])
+    assert namespaces[clusters[0]] <= {f"team-{t}" for t in set(org.values())}
+    assert namespaces[clusters[1]] <= set(org) and len(namespaces[clusters[1]]) >= 5
+    assert namespaces[clusters[2]] == {"batch", "default"}
+    # most work there runs in its project's namespace; some side work in the person's main one
+    second = [r for r in truth if r["cluster"] == clusters[1]]
+    drifted = [r for r in second if r["namespace"] != r["project_id"]]
+    assert 0.02 < len(drifted) / len(second) < 0.2

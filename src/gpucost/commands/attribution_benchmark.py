@@ -11,110 +11,33 @@
    the true project of every other workload (an information ceiling: history as good as it gets);
 5. times training plus scoring of ``--workloads`` (default 100k) workloads made by repeating the
    month's feature rows over later months.
+
+``--grid`` runs many such months instead (seeds x configurations of the hard mode's confusions)
+and ranks them worst first: gpucost.commands.attribution_grid.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import os
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from gpucost.core.attribution import (
-    Prediction,
-    attribute,
-    evaluate,
-    known_projects,
-    predict_untagged,
+from gpucost.commands.attribution_truth import (
+    TARGETS,
+    Row,
+    _rows,
+    _truth,
+    build_warehouse,
+    coverage_at_accuracy,
+    read_quality,
+    team_rows,
+    team_scores,
+    truth_rows,
 )
-
-TARGETS = {"coverage": 0.95, "accuracy": 0.97, "ece": 0.03}
-
-
-def _rows(con: Any, query: str) -> list[dict[str, Any]]:
-    rel = con.sql(query)
-    names = rel.columns
-    return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
-
-
-Row = tuple[str | None, str, float, float]  # (predicted, true project, confidence, weight)
-
-
-def coverage_at_accuracy(rows: list[Row], accuracy: float) -> float:
-    """The largest share of the weight a single threshold on these confidences could place with
-    at least ``accuracy`` of the placed weight right (most confident first, ties together): the
-    best any threshold could do with this ranking, known only with the truth."""
-    total = sum(w for *_, w in rows)
-    groups: dict[float, list[float]] = {}
-    for p, t, c, w in rows:
-        g = groups.setdefault(c, [0.0, 0.0])
-        g[0] += w
-        g[1] += w if p == t else 0.0
-    placed = right = best = 0.0
-    for c in sorted(groups, reverse=True):
-        placed, right = placed + groups[c][0], right + groups[c][1]
-        if placed and right / placed >= accuracy:
-            best = placed
-    return best / total if total else 0.0
-
-
-def _truth(truth_csv: Path) -> dict[str, tuple[str, str]]:
-    truth: dict[str, tuple[str, str]] = {}
-    with truth_csv.open(encoding="utf-8") as f:
-        for r in csv.DictReader(f):
-            wid = f"{r['cluster']}/{r['namespace']}/{r['pod']}/{r['uid']}"
-            truth[wid] = (r["project_id"], r["tag_state"])
-    return truth
-
-
-def truth_rows(
-    warehouse: Path, truth_csv: Path, predictions: Mapping[str, Prediction] | None = None
-) -> tuple[list[Row], list[Row]]:
-    """(rules + model, model alone) rows of the untagged pods (per the generator), against their
-    true project, weighted by effective cost. ``predictions`` replace the build's model for every
-    workload no rule or override placed (:func:`oracle_rows`); the model-alone rows stay the
-    build's."""
-    import duckdb
-
-    truth = _truth(truth_csv)
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        rows = _rows(
-            con,
-            """
-            select w.workload_id, w.project_id, w.attribution_method, w.attribution_confidence,
-                p.candidate_1_project_id, p.attribution_confidence as model_confidence,
-                cast(coalesce(c.effective_cost, 0) as double) as weight
-            from intermediate.int_workloads as w
-            left join intermediate.int_workload_attribution_predictions as p using (workload_id)
-            left join (
-                select workload_id, sum(effective_cost) as effective_cost
-                from marts.fct_cost_allocation where workload_id is not null group by 1
-            ) as c using (workload_id)
-            """,
-        )
-    scored, model_only = [], []
-    for r in rows:
-        true_project, state = truth.get(r["workload_id"], (None, None))
-        if state is None or state == "tagged":
-            continue
-        if predictions is not None and r["attribution_method"] not in ("rule", "override"):
-            p = predictions.get(r["workload_id"])
-            pred, conf = (p.project_id, p.confidence) if p and p.candidates else (None, 0.0)
-        elif r["attribution_method"] in ("rule", "model", "override"):
-            pred, conf = r["project_id"], float(r["attribution_confidence"])
-        else:
-            pred, conf = r["candidate_1_project_id"], float(r["model_confidence"] or 0.0)
-        scored.append((pred, true_project, conf, r["weight"]))
-        if r["model_confidence"] is not None:
-            conf = float(r["model_confidence"])
-            model_only.append((r["candidate_1_project_id"], true_project, conf, r["weight"]))
-    return scored, model_only
+from gpucost.core.attribution import attribute, evaluate, known_projects, predict_untagged
 
 
 def oracle_rows(warehouse: Path, truth_csv: Path, seed: int) -> list[Row]:
@@ -129,7 +52,7 @@ def oracle_rows(warehouse: Path, truth_csv: Path, seed: int) -> list[Row]:
         records = _rows(con, "select * from intermediate.int_workload_features")
         mapping = _rows(con, "select project_id from staging.stg_reference__org_mapping")
     told = [
-        {**r, "rule_project_id": truth[r["workload_id"]][0]}
+        {**r, "rule_project_id": truth[r["workload_id"]].project_id}
         if r["workload_id"] in truth
         and not r.get("known_project_id")
         and not r.get("rule_project_id")
@@ -171,59 +94,48 @@ def _pct(x: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucost.commands.project import dbt_env, dbt_executable, find_project_dir
+    if args.grid:
+        from gpucost.commands.attribution_grid import run_grid
+
+        return run_grid(args)
     from gpucost.synth import MonthConfig, generate_month
 
     out = Path(args.out or tempfile.mkdtemp(prefix="gpucost-attribution-"))
     landing, warehouse = out / "landing", out / "gpucost.duckdb"
     truth_csv = out / "truth" / "workloads.csv"
     t = time.perf_counter()
-    config = MonthConfig(
-        seed=args.seed,
-        nodes=args.nodes,
-        days=args.days,
-        step_seconds=args.step,
-        untagged_fraction=0.5,
-        hard=True,
-        creator_webhook_share=args.creator_webhook,
-    )
+    nodes, days = args.nodes or 16, args.days or 30
+    try:
+        config = MonthConfig(
+            seed=args.seed,
+            nodes=nodes,
+            days=days,
+            step_seconds=args.step,
+            clusters=args.clusters or 2,
+            untagged_fraction=0.5,
+            hard=True,
+            creator_webhook_share=args.creator_webhook,
+        )
+    except ValueError as error:
+        print(f"gpucost benchmark-attribution: {error}", file=sys.stderr)
+        return 2
     summary = generate_month(landing, config, truth_csv=truth_csv)
     print(
         f"generated {summary['pods']} pods ({summary['untagged_pods']} untagged,"
-        f" {summary['typo_pods']} typo'd, {summary['creator_stamped_pods']} with the creator"
-        f" annotation) on {args.nodes} nodes x {args.days} days"
-        f" in {time.perf_counter() - t:.1f} s: {out}"
+        f" {summary['typo_pods']} typo'd, {summary['wrong_tag_pods']} with a valid but wrong"
+        f" project id, {summary['creator_stamped_pods']} with the creator annotation;"
+        f" never tagging: {', '.join(summary['never_tagging_teams']) or 'no team'})"
+        f" on {nodes} nodes x {days} days in {time.perf_counter() - t:.1f} s: {out}"
     )
-    project = find_project_dir()
     t = time.perf_counter()
-    command = [dbt_executable(), "build", "--project-dir", str(project)]
-    if args.threshold is not None:  # a fixed threshold: no target accuracy
-        command += ["--vars"]
-        command += [
-            f"{{gpucost_attribution_auto_threshold: {args.threshold},"
-            " gpucost_attribution_target_accuracy: null}"
-        ]
-    elif args.target_accuracy is not None:
-        command += ["--vars", f"{{gpucost_attribution_target_accuracy: {args.target_accuracy}}}"]
-    command += ["--profiles-dir", str(project), "--target-path", str(out / "target")]
-    command += ["--log-path", str(out / "logs")]
-    result = subprocess.run(
-        command, cwd=project, env=dbt_env(landing, warehouse), capture_output=True, text=True
+    result = build_warehouse(
+        out, landing, warehouse, threshold=args.threshold, target_accuracy=args.target_accuracy
     )
     if result.returncode != 0:
         print(result.stdout[-4000:], file=sys.stderr)
         return result.returncode
     print(f"dbt build (model trained inside) in {time.perf_counter() - t:.1f} s")
-
-    import duckdb
-
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        quality = _rows(
-            con,
-            "select * from marts.rpt_attribution_quality order by case metric_group"
-            " when 'holdout' then 0 when 'reliability' then 1 when 'confusion' then 2 else 3 end,"
-            " confidence_bin_low, effective_cost desc, metric_key",
-        )
+    quality = read_quality(warehouse)
     print("\nrpt_attribution_quality (time-based hold-out of labelled workloads, money-weighted):")
     for q in quality:
         if q["metric_group"] == "holdout":
@@ -297,6 +209,11 @@ def run(args: argparse.Namespace) -> int:
     rep = reports["all"]
     placed_right = _pct((rep.coverage or 0.0) * (rep.accuracy_auto or 0.0))
     print(f"  coverage x accuracy = {placed_right} of untagged cost placed right")
+    cost, team_coverage, team_accuracy = team_scores(team_rows(warehouse, truth_csv))
+    print(
+        f"  teams: {_pct(team_coverage).strip()} of the untagged cost ({cost:.2f}) placed on a"
+        f" team, {_pct(team_accuracy).strip()} of it on the true team at the pod's time"
+    )
     target = TARGETS["accuracy"]
     print(
         f"  where the gap lies: the best single threshold on these confidences would place"
@@ -329,10 +246,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="hard generated month: attribution coverage, accuracy, calibration, timing",
     )
     parser.add_argument("--out", help="work folder (default: a new temporary folder)")
-    parser.add_argument("--nodes", type=int, default=16)
-    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--nodes", type=int, default=None, help="GPU nodes (16; grid: 8)")
+    parser.add_argument("--days", type=int, default=None, help="days (30; grid: 14)")
+    parser.add_argument("--clusters", type=int, default=None, help="clusters (2; grid: 3)")
     parser.add_argument("--step", type=int, default=300, help="telemetry step seconds")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--grid",
+        action="store_true",
+        help="run months of --seeds x --configurations instead and rank them worst first",
+    )
+    parser.add_argument(
+        "--seeds", default="1,2,3", help="grid: comma-separated seeds (default 1,2,3)"
+    )
+    parser.add_argument(
+        "--configurations",
+        default=None,
+        help="grid: comma-separated configurations (default: all of hard, silent-teams,"
+        " patchy, sparse-specs)",
+    )
     how = parser.add_mutually_exclusive_group()
     how.add_argument(
         "--target-accuracy",
@@ -351,7 +283,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--creator-webhook",
         type=float,
         default=0.5,
-        help="share of the clusters whose admission webhook stamps gpucost.io/created-by (0 to 1)",
+        help="share of the clusters whose admission webhook stamps gpucost.io/created-by (0 to 1;"
+        " single month: the grid's configurations set their own)",
     )
     parser.add_argument(
         "--workloads", type=int, default=100_000, help="workloads for the timing (0 to skip)"

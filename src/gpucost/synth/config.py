@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from gpucost.synth.reference import SECONDS_PER_DAY
+from gpucost.synth.reference import MAX_BORN_PROJECTS, NAMESPACE_LAYOUTS, SECONDS_PER_DAY, TEAMS
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,9 +23,37 @@ class MonthConfig:
     ``creator_webhook_share`` (hard mode) is the share of workloads whose pods carry the admission
     webhook's creator annotation.
 
+    The confusions of real fleets, each a knob read only in hard mode (the non-hard month ignores
+    them, byte for byte):
+
+    * ``never_tagging_teams`` (default 1): teams none of whose people ever put a project label on a
+      pod; tagging is otherwise a habit: each team has a base compliance, each person a propensity
+      around it (``compliance_spread``, default 0.25, the half-width of the spread), and a share
+      ``never_tagging_people`` (default 0.1, rounded) of the others never tag. Which workloads
+      lose their label follows those habits; the month's untagged pod share stays
+      ``untagged_fraction`` unless the people who never tag alone run more than that.
+    * ``handover_share`` (default 0.2): the share of people who move from their main project to
+      another at a time of their own mid-month (the project handed to another team,
+      ``HANDOFF_PROJECT``, stays); ``born_projects`` (default 1, at most 2): projects of the org
+      mapping whose first workload starts between a third and two thirds of the window (half the
+      people of its team move onto it then).
+    * ``wrong_tag_share`` (default 0.03): the share of the tagged pods whose project label is
+      another project of the org mapping (valid, but not the one the work is for: a sibling of the
+      person's team or the project they worked on before).
+    * ``generic_name_share`` (default 0.5): the share of the jobs named ``exp-<hex>``,
+      ``run-<hex>``, ``job-<n>``, ``ft-<hex>`` from shared base images instead of names and images
+      that say the project (evaluations are always ``eval-<hex>``, notebooks ``jupyter-<user>``).
+    * ``pod_spec_share`` (default 0.75): the share of the clusters (the first ones, rounded half
+      up: both of two, two of three) whose pod specs are landed under inventory/kube.
+    * ``namespace_layouts`` (default team, project, shared), given to the clusters in turn: a
+      namespace per team (``team-<team>``), per project (``<project id>``), or shared namespaces
+      (``batch`` for jobs, ``default`` for notebooks, serving and ETL). ``namespace_drift``
+      (default 0.15): in a per-project layout, the share of a person's work for another project
+      than their main one that runs in their main project's namespace (the one they work in).
+
     Raises ``ValueError`` on a config that cannot be generated (a step that does not divide the
-    hour, an empty fleet or window, fewer nodes than clusters, a share outside [0, 1], a start that
-    is not a date).
+    hour, an empty fleet or window, fewer nodes than clusters, a share outside [0, 1], every team
+    never tagging, an unknown namespace layout, a start that is not a date).
     """
 
     seed: int = 42
@@ -40,6 +68,16 @@ class MonthConfig:
     shared_gpus: bool = True
     cpu_only_pods: bool = True
     creator_webhook_share: float = 0.5
+    never_tagging_teams: int = 1
+    never_tagging_people: float = 0.1
+    compliance_spread: float = 0.25
+    handover_share: float = 0.2
+    born_projects: int = 1
+    wrong_tag_share: float = 0.03
+    generic_name_share: float = 0.5
+    pod_spec_share: float = 0.75
+    namespace_layouts: tuple[str, ...] = ("team", "project", "shared")
+    namespace_drift: float = 0.15
 
     def __post_init__(self) -> None:
         if self.step_seconds <= 0 or 3600 % self.step_seconds:
@@ -52,8 +90,24 @@ class MonthConfig:
             raise ValueError("slurm_nodes must be >= 0")
         if not 0.0 <= self.untagged_fraction <= 1.0:
             raise ValueError("untagged_fraction must be within [0, 1]")
-        if not 0.0 <= self.creator_webhook_share <= 1.0:
-            raise ValueError("creator_webhook_share must be within [0, 1]")
+        for name in (
+            "creator_webhook_share",
+            "never_tagging_people",
+            "compliance_spread",
+            "handover_share",
+            "wrong_tag_share",
+            "generic_name_share",
+            "pod_spec_share",
+            "namespace_drift",
+        ):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be within [0, 1]")
+        if not 0 <= self.never_tagging_teams < len(TEAMS):
+            raise ValueError(f"never_tagging_teams must be within [0, {len(TEAMS) - 1}]")
+        if not 0 <= self.born_projects <= MAX_BORN_PROJECTS:
+            raise ValueError(f"born_projects must be within [0, {MAX_BORN_PROJECTS}]")
+        if not self.namespace_layouts or set(self.namespace_layouts) - set(NAMESPACE_LAYOUTS):
+            raise ValueError(f"namespace_layouts must be some of {', '.join(NAMESPACE_LAYOUTS)}")
         if self.t0 % SECONDS_PER_DAY:
             raise ValueError("start must be a date (midnight UTC)")
 

@@ -45,6 +45,7 @@ from gpucost.synth.bills import FocusWriter, bill_day, bill_day_tagged_egress, b
 from gpucost.synth.common import iso, random_hex, sku_id
 from gpucost.synth.config import MonthConfig
 from gpucost.synth.fleet import add_shared_gpu_node, build_fleet, build_org
+from gpucost.synth.habits import assign_habit_tags, build_habits
 from gpucost.synth.inventory import write_org, write_pod_specs, write_truth
 from gpucost.synth.reference import (
     DCGM_METRICS,
@@ -98,10 +99,13 @@ def generate_month(
     the strings written; ``samples`` counts every ``[ts, value]`` pair in the DCGM files, i.e.
     4 per GPU per step; ``gpu_samples`` counts GPU-steps).
 
-    ``truth_csv`` (outside the landing zone) receives every pod's true project: cluster, namespace,
-    pod, uid, project_id, kind, tag_state. ``openmetrics`` (outside the landing zone) receives the
-    month's series as OpenMetrics text, the input of ``promtool tsdb create-blocks-from
-    openmetrics`` (gpucost.commands.openmetrics). ``progress`` receives one line per day.
+    ``truth_csv`` (outside the landing zone) receives every pod's true project and the team that
+    owned it at the pod's time (hand-overs): cluster, namespace, pod, uid, project_id, team_id,
+    kind, tag_state (tagged, untagged, typo: an id not in the org mapping, wrong_tag: another valid
+    project's id), user_id and user_team_id (who launched it), started_at. ``openmetrics``
+    (outside the landing zone) receives the month's series as OpenMetrics text, the input of
+    ``promtool tsdb create-blocks-from openmetrics`` (gpucost.commands.openmetrics).
+    ``progress`` receives one line per day.
     """
     config = config if config is not None else MonthConfig()
     seed, nodes, days, step = config.seed, config.nodes, config.days, config.step_seconds
@@ -118,11 +122,37 @@ def generate_month(
         shared_node = add_shared_gpu_node(fleet[0], random.Random(f"{seed}/shared-node"), nodes, t0)
     account_id = str(rng.randrange(10**11, 10**12))
 
+    # Hard mode: the organisation's habits (its own random stream: the rest of the month stays)
+    habits = None
+    if hard:
+        habits = build_habits(
+            random.Random(f"{seed}/habits"),
+            user_team,
+            t0,
+            window_end,
+            never_tagging_teams=config.never_tagging_teams,
+            never_tagging_people=config.never_tagging_people,
+            compliance_spread=config.compliance_spread,
+            handover_share=config.handover_share,
+            born_projects=config.born_projects,
+            project_team=project_team,
+        )
+    layouts = {
+        cl.idx: config.namespace_layouts[cl.idx % len(config.namespace_layouts)] if hard else "team"
+        for cl in fleet
+    }
+    confusions: dict = {
+        "handoff_at": (t0 + window_end) // 2 if hard else 0,
+        "layout": "team",
+        "born": habits.born if habits else None,
+    }
+
     # Workloads and scheduling (small: a few records per pod for the whole window).
     all_pods: list[Pod] = []
     arrivals_total = 0
     for cl in fleet:
         wrng = random.Random(f"{seed}/workload/{cl.name}")
+        confusions["layout"] = layouts[cl.idx]
         factory = PodFactory(
             wrng,
             cl,
@@ -130,14 +160,22 @@ def generate_month(
             project_team,
             step,
             hard=hard,
-            handoff_at=(t0 + window_end) // 2,
             spec_seed=f"{seed}/specs/{cl.name}",
+            generic_share=config.generic_name_share,
+            drift=config.namespace_drift,
+            moves=habits.moves if habits else None,
+            **confusions,
         )
         arrivals = cluster_arrivals(factory, cl, t0, window_end, step)
         arrivals_total += len(arrivals)
         all_pods.extend(schedule(cl, arrivals, t0, window_end, step, wrng.randrange(0, 5000)))
         extra = PodFactory(
-            random.Random(f"{seed}/extra-workloads/{cl.name}"), cl, user_team, project_team, step
+            random.Random(f"{seed}/extra-workloads/{cl.name}"),
+            cl,
+            user_team,
+            project_team,
+            step,
+            **confusions,
         )
         extra.seq = 1_000_000  # after the scheduled pods' sequence numbers
         if shared_node is not None and shared_node.cluster == cl.idx:
@@ -152,14 +190,27 @@ def generate_month(
         for project, team in project_team.items():
             team_projects.setdefault(team, []).append(project)
         generator_slurm.schedule_jobs(srng, hpc, user_team, team_projects, t0, window_end, step)
-    untagged, n_typo = assign_tags(
-        all_pods, random.Random(f"{seed}/tags"), config.untagged_fraction, typo
-    )
+    tag_rng = random.Random(f"{seed}/tags")
+    n_wrong = 0
+    if habits is None:
+        untagged, n_typo = assign_tags(all_pods, tag_rng, config.untagged_fraction, typo)
+    else:
+        untagged, n_typo, n_wrong = assign_habit_tags(
+            all_pods,
+            tag_rng,
+            config.untagged_fraction,
+            typo,
+            habits,
+            project_team,
+            config.wrong_tag_share,
+        )
 
     if truth_csv is not None:
         write_truth(Path(truth_csv), fleet, all_pods)
     stamped = stamp_creators(fleet, all_pods, config.creator_webhook_share) if hard else 0
-    spec_files = write_pod_specs(out_dir, fleet, all_pods, t0, days, window_end) if hard else 0
+    # hard mode: pod specs are landed for the first clusters only (rounded half up)
+    spec_fleet = fleet[: int(config.pod_spec_share * len(fleet) + 0.5)] if hard else []
+    spec_files = write_pod_specs(out_dir, spec_fleet, all_pods, t0, days, window_end)
 
     # Telemetry gap: one node's exporter is down for an hour.
     gap_rng = random.Random(f"{seed}/gap")
@@ -282,6 +333,19 @@ def generate_month(
         "pods": len(all_pods),
         "untagged_pods": untagged,
         "typo_pods": n_typo,
+        "wrong_tag_pods": n_wrong,
+        "never_tagging_teams": list(habits.never_tagging_teams) if habits else [],
+        "never_tagging_people": sorted(
+            u
+            for u, c in habits.compliance.items()
+            if c == 0.0 and user_team[u] not in habits.never_tagging_teams
+        )
+        if habits
+        else [],
+        "born_projects": {p: iso(t) for p, t in habits.born.items()} if habits else {},
+        "people_moved": {u: iso(m[0]) for u, m in habits.moves.items()} if habits else {},
+        "pod_spec_clusters": [cl.name for cl in spec_fleet],
+        "namespace_layouts": {cl.name: layouts[cl.idx] for cl in fleet},
         "creator_stamped_pods": stamped,
         "pods_never_scheduled": arrivals_total - len(all_pods),
         "samples": samples_total,

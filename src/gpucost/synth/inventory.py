@@ -14,17 +14,24 @@ from gpucost.synth.fleet import Cluster
 from gpucost.synth.reference import CREATOR_ANNOTATION, SECONDS_PER_DAY, TEAMS
 from gpucost.synth.scheduling import Pod
 
+TRUTH_COLUMNS = (
+    *("cluster", "namespace", "pod", "uid", "project_id", "team_id", "kind", "tag_state"),
+    *("user_id", "user_team_id", "started_at"),
+)
+
 
 def write_truth(path: Path, fleet: list[Cluster], pods: list[Pod]) -> None:
-    """Every pod's true project (what attribution should find), for benchmarks and tests."""
+    """Every pod's true project and the team that owned it at the pod's time (what attribution
+    should find), its tag state, who launched it (a person or a pipeline's service account) and
+    their team, and when it started, for benchmarks and tests."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["cluster", "namespace", "pod", "uid", "project_id", "kind", "tag_state"])
+        writer.writerow(TRUTH_COLUMNS)
         for p in sorted(pods, key=lambda p: (p.cluster, p.seq)):
-            writer.writerow(
-                [fleet[p.cluster].name, p.namespace, p.name, p.uid, p.project, p.kind, p.tag_state]
-            )
+            cluster = fleet[p.cluster].name
+            row = [cluster, p.namespace, p.name, p.uid, p.project, p.team, p.kind, p.tag_state]
+            writer.writerow([*row, p.user, p.user_team, iso(p.start)])
 
 
 def write_pod_specs(

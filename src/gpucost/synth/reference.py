@@ -346,3 +346,17 @@ CREATOR_SERVICE_ACCOUNTS = {
     "notebook": "system:serviceaccount:kubeflow:jupyter-web-app-service-account",
     "inference": "system:serviceaccount:argocd:argocd-application-controller",
 }
+
+
+# hard mode: the projects that can be born mid-month (no serving deployment runs them all month);
+# at most two are, so every team keeps a project that runs from the first day
+MAX_BORN_PROJECTS = 2
+
+
+BORN_CANDIDATES = tuple(
+    sorted(p[0] for t in TEAMS for p in t[3] if p[0] not in SERVING_PROJECTS + HANDOFF_PROJECT)
+)
+
+
+# hard mode: how a cluster lays out its namespaces (MonthConfig.namespace_layouts)
+NAMESPACE_LAYOUTS = ("team", "project", "shared")

@@ -85,7 +85,8 @@ class Pod:
     start: int = -1
     end: int = -1
     pod_ip: str = ""
-    tag_state: str = "tagged"  # tagged | untagged | typo
+    tag_state: str = "tagged"  # tagged | untagged | typo | wrong_tag
+    team: str = ""  # the team that owns the project at the pod's arrival (hand-overs!)
     labels: dict[str, str] = field(default_factory=dict)
     volume_claims: list[str] = field(default_factory=list)  # PVCs the pod spec mounts (hard mode)
     creator: str = ""  # who created the workload, stamped by an admission webhook ("" if none)
@@ -123,6 +124,11 @@ class PodFactory:
         hard: bool = False,
         handoff_at: int = 0,
         spec_seed: str = "",
+        generic_share: float = 0.5,
+        layout: str = "team",
+        drift: float = 0.0,
+        born: dict[str, int] | None = None,
+        moves: dict[str, tuple[int, str | None, float]] | None = None,
     ) -> None:
         self.rng = rng
         self.cluster = cluster
@@ -141,14 +147,20 @@ class PodFactory:
         # the project, train -> eval pipelines, and one project handed to another team mid-window
         self.hard = hard
         self.handoff_at = handoff_at
+        self.generic_share = generic_share
+        self.layout = layout  # namespaces per team, per project or shared (MonthConfig)
+        self.drift = drift  # per-project layout: side work run in the person's main namespace
+        self.born = born or {}  # projects born mid-month: the first second they may run
+        self.moves = dict(moves or {})  # people who move onto another project mid-month
         self.user_projects: dict[str, list[tuple[str, float]]] = {}
         self.user_last: dict[str, str] = {}
         if hard:
             for u in self.users:
-                own = sorted(self.team_projects[self.user_team[u]])
+                own = sorted(set(self.team_projects[self.user_team[u]]) - set(self.born))
                 picks = rng.sample(own, min(2, len(own)))
                 if rng.random() < 0.5:
-                    picks.append(rng.choice(sorted(set(self.all_projects) - set(own))))
+                    others = set(self.all_projects) - set(own) - set(self.born)
+                    picks.append(rng.choice(sorted(others)))
                 weights = sorted((rng.uniform(0.2, 1.0) for _ in picks), reverse=True)
                 self.user_projects[u] = list(zip(picks, weights, strict=True))
         # pod specs (hard mode): their own random stream, so the month's pods stay the same
@@ -163,9 +175,42 @@ class PodFactory:
                 self.used_names.add(name)
                 return name
 
-    def _project_for(self, user: str) -> str:
+    def owner_team(self, project: str, at: int) -> str:
+        """The team that owns ``project`` at ``at``: the org mapping's, but the handed-over
+        project's new team after the hand-over (hard mode)."""
+        if self.handoff_at and project == HANDOFF_PROJECT[0] and at >= self.handoff_at:
+            return HANDOFF_PROJECT[1]
+        return self.project_team[project]
+
+    def namespace(self, kind: str, team: str, project: str) -> str:
+        """Where the cluster runs a pod: its team's, its project's or a shared namespace."""
+        if self.layout == "project":
+            return project
+        if self.layout == "shared":
+            return "batch" if kind in ("training", "finetune", "eval") else "default"
+        return f"team-{team}"
+
+    def _move(self, user: str, arrival: int) -> None:
+        """Hard mode: a person whose move is due leaves their main project for another one (the
+        project born mid-month, or another of their team's), which leads their mix from now on."""
+        when, target, pick = self.moves[user]
+        if arrival < when:
+            return
+        del self.moves[user]
+        mix = self.user_projects[user]
+        if target is None:
+            own = sorted(set(self.team_projects[self.user_team[user]]) - {mix[0][0]})
+            own = [q for q in own if self.born.get(q, 0) <= arrival] or [mix[0][0]]
+            target = own[int(pick * len(own))]
+        rest = [(q, w * 0.3) for q, w in mix[1:] if q != target]
+        self.user_projects[user] = [(target, 1.0), *rest]
+        self.user_last[user] = target
+
+    def _project_for(self, user: str, arrival: int = 0) -> str:
         rng = self.rng
         if self.hard:
+            if user in self.moves:
+                self._move(user, arrival)
             # people work in streaks: mostly the project of their previous job, sometimes another
             last = self.user_last.get(user)
             if last is not None and rng.random() < 0.8:
@@ -174,9 +219,11 @@ class PodFactory:
             self.user_last[user] = rng.choices(projects, weights)[0]
             return self.user_last[user]
         own = self.team_projects[self.user_team[user]]
-        if rng.random() < 0.85:
-            return rng.choice(own)
-        return rng.choice(self.all_projects)
+        project = rng.choice(own) if rng.random() < 0.85 else rng.choice(self.all_projects)
+        if self.born.get(project, 0) > arrival:  # not born yet: one of the team's that runs
+            team = self.user_team[user]
+            project = min(q for q in self.team_projects[team] if self.born.get(q, 0) <= arrival)
+        return project
 
     def _container(self, name: str, image: str, cpu: str, mem: int, gpus: int) -> Container:
         return Container(
@@ -205,23 +252,27 @@ class PodFactory:
     ) -> Pod:
         rng, step = self.rng, self.step
         user = user or rng.choice(self.users)
-        project = project or self._project_for(user)
+        project = project or self._project_for(user, arrival)
         team = self.user_team[user]
         if self.hard and project == HANDOFF_PROJECT[0] and arrival >= self.handoff_at:
             # the project moved to another team: its jobs now come from that team's people
             team = HANDOFF_PROJECT[1]
             user = rng.choice(sorted(u for u, t in self.user_team.items() if t == team))
+        namespace = self.namespace(kind, team, project)
+        main = self.user_projects.get(user, [(project, 1.0)])[0][0]
+        if self.layout == "project" and main != project and rng.random() < self.drift:
+            namespace = main  # side work, run where the person usually works
         if self.hard and kind in ("training", "finetune", "eval") and rng.random() < 0.1:
-            user = f"system:serviceaccount:team-{team}:ci"  # a pipeline's service account
-        namespace = f"team-{team}"
-        vague = self.hard and rng.random() < 0.5  # names and images that do not say the project
+            user = f"system:serviceaccount:{namespace}:ci"  # a pipeline's service account
+        # names and images that do not say the project
+        vague = self.hard and rng.random() < self.generic_share
         prof: dict[str, Any] = {}
         if kind == "training":
             gpus = gpus or (8 if rng.random() < 0.6 else 4)
             duration = duration or align(loguniform(rng, 6, 72) * 3600, step)
             job = self._unique(lambda: f"{project}-train-{random_hex(rng, 5)}")
             if vague:
-                job = self._unique(lambda: f"exp-{random_hex(rng, 5)}")
+                job = self._unique(self._generic_job(("exp", "run", "job")))
             app = "train" if vague else f"{project}-train"
             name, cb_kind, cb_name = f"{job}-0", "PyTorchJob", job
             tag = rng.choice(("24.05-py3", "24.07-py3", "24.09-py3"))
@@ -242,12 +293,14 @@ class PodFactory:
             duration = duration or align(loguniform(rng, 1, 12) * 3600, step)
             job = self._unique(lambda: f"{project}-ft-{random_hex(rng, 5)}")
             if vague:
-                job = self._unique(lambda: f"ft-{random_hex(rng, 5)}")
+                job = self._unique(self._generic_job(("ft", "job")))
             name, cb_kind, cb_name = f"{job}-{random_suffix(rng, 5)}", "Job", job
             app = "ft" if vague else f"{project}-ft"
             image = f"ghcr.io/acme/{project}-finetune:0.{rng.randint(3, 9)}.{rng.randint(0, 12)}"
             if vague:
                 image = f"ghcr.io/acme/trainer:0.{rng.randint(3, 9)}.{rng.randint(0, 12)}"
+                if rng.random() < 0.3:  # the shared base image the training jobs use
+                    image = f"nvcr.io/nvidia/pytorch:{rng.choice(('24.05-py3', '24.09-py3'))}"
             main = self._container("trainer", image, str(gpus * 8), gpus * 64 * GIB, gpus)
             prof = {
                 "base": rng.uniform(52, 88),
@@ -334,6 +387,7 @@ class PodFactory:
             claims = self._spec(kind, containers[0], project, team, user, cb_name, vague, reads)
         self.seq += 1
         return Pod(
+            team=self.owner_team(project, arrival),
             seq=self.seq,
             cluster=self.cluster.idx,
             kind=kind,
@@ -355,6 +409,17 @@ class PodFactory:
             prof=prof,
             volume_claims=claims,
         )
+
+    def _generic_job(self, styles: tuple[str, ...]) -> Callable[[], str]:
+        """A maker of generic job names of one of ``styles``: ``exp-<hex>``, ``ft-<hex>``,
+        ``run-<hash>`` or ``job-<n>`` (the name says nothing of the project)."""
+        rng = self.rng
+        style = rng.choice(styles)
+        if style == "run":
+            return lambda: f"run-{random_hex(rng, 8)}"
+        if style == "job":
+            return lambda: f"job-{rng.randrange(100, 100_000)}"
+        return lambda: f"{style}-{random_hex(rng, 5)}"
 
     def _spec(
         self,
@@ -613,7 +678,7 @@ def make_cpu_only_pods(
             if not candidates:
                 continue
             user = rng.choice(factory.users)
-            project = factory._project_for(user)
+            project = factory._project_for(user, start)
             job = factory._unique(
                 lambda project=project: f"{project}-feature-etl-{random_hex(rng, 5)}"
             )
@@ -628,7 +693,8 @@ def make_cpu_only_pods(
             pods.append(
                 Pod(seq=factory.seq, cluster=cluster.idx, kind="etl",
                     name=f"{job}-{random_suffix(rng, 5)}",
-                    namespace=f"team-{factory.user_team[user]}", uid=random_uuid(rng), user=user,
+                    namespace=factory.namespace("etl", factory.user_team[user], project),
+                    uid=random_uuid(rng), user=user, team=factory.owner_team(project, start),
                     user_team=factory.user_team[user], project=project,
                     gpus=0, arrival=start, duration=end - start, fixed_end=end,
                     template=f"{cluster.idx}/etl/{factory.seq}", created_by_kind="Job",

@@ -1,0 +1,195 @@
+"""The attribution benchmark's scoring against the generator's truth (kept outside the landing
+zone): the untagged pods' placed money by project (:func:`truth_rows`) and by team
+(:func:`team_rows`), the ranking bound, and the build these read (:func:`build_warehouse`). One
+month (gpucost.commands.attribution_benchmark) and the grid (gpucost.commands.attribution_grid)
+share them."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+from collections.abc import Mapping
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from gpucost.core.attribution import Prediction
+
+TARGETS = {"coverage": 0.95, "accuracy": 0.97, "ece": 0.03}
+
+UNTAGGED_STATES = ("untagged", "typo")
+"""The truth's tag states the warehouse sees as untagged (a misspelled id names no project); a
+``wrong_tag`` pod carries a valid project id, so the build takes its label: it is tagged work."""
+
+NO_TEAM = ("__unallocated__", "__unattributed__", "__idle__")
+"""Owner ids that place money on no team."""
+
+
+def _rows(con: Any, query: str) -> list[dict[str, Any]]:
+    rel = con.sql(query)
+    names = rel.columns
+    return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
+
+
+Row = tuple[str | None, str, float, float]  # (predicted, true project, confidence, weight)
+
+
+def coverage_at_accuracy(rows: list[Row], accuracy: float) -> float:
+    """The largest share of the weight a single threshold on these confidences could place with
+    at least ``accuracy`` of the placed weight right (most confident first, ties together): the
+    best any threshold could do with this ranking, known only with the truth."""
+    total = sum(w for *_, w in rows)
+    groups: dict[float, list[float]] = {}
+    for p, t, c, w in rows:
+        g = groups.setdefault(c, [0.0, 0.0])
+        g[0] += w
+        g[1] += w if p == t else 0.0
+    placed = right = best = 0.0
+    for c in sorted(groups, reverse=True):
+        placed, right = placed + groups[c][0], right + groups[c][1]
+        if placed and right / placed >= accuracy:
+            best = placed
+    return best / total if total else 0.0
+
+
+class Truth(NamedTuple):
+    """A pod's truth: its project, the team owning the project at the pod's time, its tag state."""
+
+    project_id: str
+    team_id: str
+    tag_state: str
+
+
+def _truth(truth_csv: Path) -> dict[str, Truth]:
+    truth: dict[str, Truth] = {}
+    with truth_csv.open(encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            wid = f"{r['cluster']}/{r['namespace']}/{r['pod']}/{r['uid']}"
+            truth[wid] = Truth(r["project_id"], r.get("team_id") or "", r["tag_state"])
+    return truth
+
+
+def truth_rows(
+    warehouse: Path, truth_csv: Path, predictions: Mapping[str, Prediction] | None = None
+) -> tuple[list[Row], list[Row]]:
+    """(rules + model, model alone) rows of the untagged pods (per the generator), against their
+    true project, weighted by effective cost. ``predictions`` replace the build's model for every
+    workload no rule or override placed (:func:`oracle_rows`); the model-alone rows stay the
+    build's."""
+    import duckdb
+
+    truth = _truth(truth_csv)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        rows = _rows(
+            con,
+            """
+            select w.workload_id, w.project_id, w.attribution_method, w.attribution_confidence,
+                p.candidate_1_project_id, p.attribution_confidence as model_confidence,
+                cast(coalesce(c.effective_cost, 0) as double) as weight
+            from intermediate.int_workloads as w
+            left join intermediate.int_workload_attribution_predictions as p using (workload_id)
+            left join (
+                select workload_id, sum(effective_cost) as effective_cost
+                from marts.fct_cost_allocation where workload_id is not null group by 1
+            ) as c using (workload_id)
+            """,
+        )
+    scored, model_only = [], []
+    for r in rows:
+        known = truth.get(r["workload_id"])
+        if known is None or known.tag_state not in UNTAGGED_STATES:
+            continue
+        true_project = known.project_id
+        if predictions is not None and r["attribution_method"] not in ("rule", "override"):
+            p = predictions.get(r["workload_id"])
+            pred, conf = (p.project_id, p.confidence) if p and p.candidates else (None, 0.0)
+        elif r["attribution_method"] in ("rule", "model", "override"):
+            pred, conf = r["project_id"], float(r["attribution_confidence"])
+        else:
+            pred, conf = r["candidate_1_project_id"], float(r["model_confidence"] or 0.0)
+        scored.append((pred, true_project, conf, r["weight"]))
+        if r["model_confidence"] is not None:
+            conf = float(r["model_confidence"])
+            model_only.append((r["candidate_1_project_id"], true_project, conf, r["weight"]))
+    return scored, model_only
+
+
+TeamRow = tuple[str | None, str, Decimal]  # (team the money went to or None, true team, cost)
+
+
+def team_rows(warehouse: Path, truth_csv: Path) -> list[TeamRow]:
+    """The untagged pods' allocated money (exact effective cost), by the team it went to (None: no
+    team, i.e. nobody or the suspense owner), against the team owning the pod's true project at
+    the pod's time. A team-only placement (project unattributed) is placed on its team."""
+    import duckdb
+
+    truth = _truth(truth_csv)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        rows = _rows(
+            con,
+            "select workload_id, team_id, attribution_method, sum(effective_cost) as cost"
+            " from marts.fct_cost_allocation where workload_id is not null group by 1, 2, 3",
+        )
+    out: list[TeamRow] = []
+    for r in rows:
+        known = truth.get(r["workload_id"])
+        if known is None or known.tag_state not in UNTAGGED_STATES:
+            continue
+        placed = r["attribution_method"] not in ("none", "suspense") and r["team_id"] not in NO_TEAM
+        out.append((r["team_id"] if placed else None, known.team_id, r["cost"]))
+    return out
+
+
+def team_scores(rows: list[TeamRow]) -> tuple[Decimal, float | None, float | None]:
+    """(total cost, share of it placed on a team, share of the placed cost on the true team);
+    a share is None when there is nothing to divide."""
+    total = sum((c for *_, c in rows), Decimal(0))
+    placed = sum((c for t, _, c in rows if t is not None), Decimal(0))
+    right = sum((c for t, true, c in rows if t is not None and t == true), Decimal(0))
+    return (
+        total,
+        float(placed / total) if total else None,
+        float(right / placed) if placed else None,
+    )
+
+
+def read_quality(warehouse: Path) -> list[dict[str, Any]]:
+    """rpt_attribution_quality's rows, the hold-out first."""
+    import duckdb
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return _rows(
+            con,
+            "select * from marts.rpt_attribution_quality order by case metric_group"
+            " when 'holdout' then 0 when 'reliability' then 1 when 'confusion' then 2 else 3 end,"
+            " confidence_bin_low, effective_cost desc, metric_key",
+        )
+
+
+def build_warehouse(
+    out: Path,
+    landing: Path,
+    warehouse: Path,
+    *,
+    threshold: float | None = None,
+    target_accuracy: float | None = None,
+) -> subprocess.CompletedProcess:
+    """`dbt build` of ``landing`` into ``warehouse`` (the model trains inside): a fixed
+    ``threshold`` (no target accuracy), a ``target_accuracy`` or the project's default."""
+    from gpucost.commands.project import dbt_env, dbt_executable, find_project_dir
+
+    project = find_project_dir()
+    command = [dbt_executable(), "build", "--project-dir", str(project)]
+    if threshold is not None:  # a fixed threshold: no target accuracy
+        command += ["--vars"]
+        command += [
+            f"{{gpucost_attribution_auto_threshold: {threshold},"
+            " gpucost_attribution_target_accuracy: null}"
+        ]
+    elif target_accuracy is not None:
+        command += ["--vars", f"{{gpucost_attribution_target_accuracy: {target_accuracy}}}"]
+    command += ["--profiles-dir", str(project), "--target-path", str(out / "target")]
+    command += ["--log-path", str(out / "logs")]
+    return subprocess.run(
+        command, cwd=project, env=dbt_env(landing, warehouse), capture_output=True, text=True
+    )

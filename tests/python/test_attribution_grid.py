@@ -1,0 +1,132 @@
+"""`gpucost benchmark-attribution --grid`: the ranking and the worst row as pure functions, the
+truth's team scoring, and one tiny month through the whole command (one dbt build)."""
+
+from __future__ import annotations
+
+import csv
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from gpucost.commands.attribution_grid import (
+    CONFIGURATIONS,
+    FIGURES,
+    format_table,
+    parse_grid,
+    rank_months,
+    worst_values,
+    write_csv,
+)
+from gpucost.commands.attribution_truth import team_scores
+
+
+def _month(name: str, **figures: float | None) -> dict:
+    base = {f.key: 0.5 for f in FIGURES} | {"untagged_cost": Decimal("10.0000000001")}
+    return base | {"month": name} | figures
+
+
+def test_months_rank_worst_first_by_accuracy_of_placed_cost() -> None:
+    months = [
+        _month("b-seed1", project_accuracy=0.97, team_accuracy=0.99),
+        _month("a-seed1", project_accuracy=0.91, team_accuracy=0.999),
+        _month("c-seed1", project_accuracy=None, team_accuracy=0.5),  # placed nothing: worst
+        _month("d-seed1", project_accuracy=0.91, team_accuracy=0.95),  # tie: lower team first
+    ]
+    ranked = [m["month"] for m in rank_months(months)]
+    assert ranked == ["c-seed1", "d-seed1", "a-seed1", "b-seed1"]
+
+
+def test_worst_row_takes_each_figure_in_its_own_direction() -> None:
+    months = [
+        _month("x", project_coverage=0.4, ece=0.01, gap_to_claim=0.05, team_accuracy=None),
+        _month("y", project_coverage=0.6, ece=0.08, gap_to_claim=-0.02, team_accuracy=None),
+    ]
+    worst = worst_values(months)
+    assert worst["project_coverage"] == 0.4  # higher is better: the lowest
+    assert worst["ece"] == 0.08  # lower is better: the highest
+    assert worst["gap_to_claim"] == 0.05  # a claim above delivery is the worse gap
+    assert worst["team_accuracy"] is None  # no month has it
+    table = format_table(rank_months(months), worst).splitlines()
+    assert table[0].split()[0] == "month" and table[-1].split()[0] == "worst"
+    assert "-" in table[-1].split()  # the missing figure prints as '-'
+
+
+def test_grid_csv_has_every_figure_and_exact_cost(tmp_path: Path) -> None:
+    months = [_month("=cmd|' /C calc'!A0", untagged_cost=Decimal("1.0000000001")), _month("z")]
+    for m, seed in zip(months, (1, 2), strict=True):
+        m |= {"configuration": "hard", "seed": seed}
+    ranked, worst = rank_months(months), worst_values(months)
+    write_csv(tmp_path / "grid.csv", ranked, worst)
+    rows = list(csv.DictReader((tmp_path / "grid.csv").open(encoding="utf-8")))
+    assert list(rows[0]) == ["rank", "month", "configuration", "seed", *(f.key for f in FIGURES)]
+    assert [r["rank"] for r in rows] == ["1", "2", ""] and rows[-1]["month"] == "worst"
+    assert {r["untagged_cost"] for r in rows} >= {"1.0000000001", "10.0000000001"}
+    assert any(r["month"].startswith("'=") for r in rows)  # a formula stays text
+
+
+def test_team_scores_count_a_team_only_placement_as_placed() -> None:
+    rows = [
+        ("nlp", "nlp", Decimal("3")),  # model or model_team: on the true team
+        ("vision", "nlp", Decimal("1")),  # on another team
+        (None, "nlp", Decimal("4")),  # nobody
+    ]
+    cost, coverage, accuracy = team_scores(rows)
+    assert cost == Decimal(8)
+    assert coverage == 0.5 and accuracy == 0.75
+    assert team_scores([]) == (Decimal(0), None, None)
+
+
+@pytest.mark.parametrize(
+    ("seeds", "configurations", "message"),
+    [("1,x", None, "comma-separated integers"), ("1", "hard,nope", "unknown configuration")],
+)
+def test_grid_arguments_fail_in_one_line(seeds: str, configurations: str | None, message: str):
+    with pytest.raises(ValueError, match=message):
+        parse_grid(seeds, configurations)
+    assert parse_grid("1,2,3", None) == ([1, 2, 3], list(CONFIGURATIONS))
+    assert len(CONFIGURATIONS) * 3 >= 12  # the default grid: at least 12 months
+
+
+@pytest.mark.warehouse
+def test_grid_command_scores_a_month_against_the_truth(tmp_path, capsys) -> None:
+    """One tiny month through the whole grid command: its CSV row equals what the truth and the
+    warehouse say, computed here in SQL (team) and by the single month's code (project)."""
+    import duckdb
+
+    from gpucost.commands.cli import main
+
+    out = tmp_path / "grid"
+    args = ["--grid", "--out", str(out), "--nodes", "3", "--days", "2", "--step", "600"]
+    assert main(["benchmark-attribution", *args, "--seeds", "4", "--configurations", "patchy"]) == 0
+    printed = capsys.readouterr().out
+    assert "worst first (worst = lowest accuracy of the placed untagged cost)" in printed
+    ((row, worst),) = [list(csv.DictReader((out / "grid.csv").open(encoding="utf-8")))]
+    assert (row["month"], row["configuration"], row["seed"]) == ("patchy-seed4", "patchy", "4")
+    assert worst["month"] == "worst"
+    month = out / "patchy-seed4"
+    truth_csv = str(month / "truth" / "workloads.csv").replace("'", "''")
+    with duckdb.connect(str(month / "gpucost.duckdb"), read_only=True) as con:
+        ((cost, placed, right),) = con.execute(
+            f"with truth as (select * from read_csv('{truth_csv}', all_varchar = true)"
+            " where tag_state in ('untagged', 'typo')),"
+            " money as (select a.team_id, a.attribution_method, a.effective_cost, t.team_id as true_team"
+            " from marts.fct_cost_allocation as a join truth as t"
+            " on a.workload_id = t.cluster || '/' || t.namespace || '/' || t.pod || '/' || t.uid)"
+            " select sum(effective_cost),"
+            " sum(effective_cost) filter (where attribution_method not in ('none', 'suspense')"
+            "  and team_id not in ('__unallocated__', '__unattributed__', '__idle__')),"
+            " sum(effective_cost) filter (where attribution_method not in ('none', 'suspense')"
+            "  and team_id = true_team)"
+            " from money"
+        ).fetchall()
+    assert cost > 0 and Decimal(row["untagged_cost"]) == cost
+    assert float(row["team_coverage"]) == pytest.approx(float(placed / cost), abs=1e-12)
+    if placed:
+        assert float(row["team_accuracy"]) == pytest.approx(float(right / placed), abs=1e-12)
+    for f in FIGURES:
+        assert row[f.key] == worst[f.key]  # one month: it is the worst of every figure
+    # the patchy month's compliance reached the truth: 70 % of the pods untagged
+    truth = list(csv.DictReader((month / "truth" / "workloads.csv").open(encoding="utf-8")))
+    share = sum(r["tag_state"] == "untagged" for r in truth) / len(truth)
+    assert share == pytest.approx(0.7, abs=0.02)
