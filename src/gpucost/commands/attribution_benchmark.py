@@ -37,7 +37,7 @@ from gpucost.commands.attribution_truth import (
     team_scores,
     truth_rows,
 )
-from gpucost.core.attribution import attribute, evaluate, known_projects, predict_untagged
+from gpucost.core.attribution import attribute, evaluate, known_projects, project_teams
 
 
 def oracle_rows(warehouse: Path, truth_csv: Path, seed: int) -> list[Row]:
@@ -65,13 +65,15 @@ def oracle_rows(warehouse: Path, truth_csv: Path, seed: int) -> list[Row]:
 
 def time_training(warehouse: Path, workloads: int, seed: int) -> tuple[float, float, int, int]:
     """Wall and CPU seconds to train and score ``workloads`` workloads (the month's features,
-    repeated over later months), the workloads trained on and scored."""
+    repeated over later months), the workloads trained on and scored: the build's whole training
+    (teams, the hold-out of whole people, suspected mislabels, cold start) at the project's
+    default targets."""
     import duckdb
 
     with duckdb.connect(str(warehouse), read_only=True) as con:
         base = _rows(con, "select * from intermediate.int_workload_features order by workload_id")
-        mapping = con.sql("select project_id from staging.stg_reference__org_mapping")
-        known = [r[0] for r in mapping.fetchall()]
+        mapping = _rows(con, "select * from staging.stg_reference__org_mapping")
+        known = [r["project_id"] for r in mapping]
     span = max(r["started_epoch"] or 0 for r in base) - min(r["started_epoch"] or 0 for r in base)
     records = []
     for k in range(-(-workloads // len(base))):
@@ -83,9 +85,28 @@ def time_training(warehouse: Path, workloads: int, seed: int) -> tuple[float, fl
             copy["started_epoch"] = (r["started_epoch"] or 0) + k * (span + 3600)
             records.append(copy)
     started, cpu = time.perf_counter(), time.process_time()
-    predictions, model = predict_untagged(records, sorted(known), training_days=None, seed=seed)
+    result = attribute(
+        records,
+        sorted(known),
+        training_days=None,
+        seed=seed,
+        target_accuracy=_training_var("target_accuracy"),
+        teams=project_teams(records, mapping),
+        team_target_accuracy=_training_var("team_target_accuracy"),
+        mislabel_confidence=_training_var("mislabel_confidence"),
+        declared=mapping,
+    )
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return elapsed, cpu, model.training_workloads if model else 0, len(predictions)
+    model = result.model
+    return elapsed, cpu, model.training_workloads if model else 0, len(result.predictions)
+
+
+def _training_var(name: str) -> float | None:
+    """A build's training setting: the project's var ``gpucost_attribution_<name>``."""
+    from gpucost.commands.safe_output import default_project_dir, project_var
+
+    value = project_var(default_project_dir(), f"gpucost_attribution_{name}")
+    return None if value is None else float(value)
 
 
 def _pct(x: float | None) -> str:
@@ -138,12 +159,27 @@ def run(args: argparse.Namespace) -> int:
     quality = read_quality(warehouse)
     print("\nrpt_attribution_quality (time-based hold-out of labelled workloads, money-weighted):")
     for q in quality:
-        if q["metric_group"] == "holdout":
+        if q["metric_group"] in ("holdout", "team_holdout", "person_holdout"):
             print(
-                f"  holdout: {q['workload_count']} workloads, coverage {_pct(q['coverage'] or 0)},"
+                f"  {q['metric_group']}: {q['workload_count']} workloads,"
+                f" coverage {_pct(q['coverage'] or 0)},"
                 f" accuracy of auto {_pct(q['accuracy'] or 0)},"
                 f" accuracy of all {_pct(q['accuracy_all'] or 0)},"
                 f" ECE {_pct(q['expected_calibration_error'] or 0)}"
+            )
+        elif q["metric_group"] == "support_class":
+            print(
+                f"  support class {q['metric_key']}: {q['workload_count']} untagged workloads,"
+                f" cost {q['effective_cost']:.2f}, coverage {_pct(q['coverage'])},"
+                f" estimated accuracy {_pct(q['accuracy'])};"
+                f" hold-outs: accuracy {_pct(q['accuracy_all'])},"
+                f" ECE {_pct(q['expected_calibration_error'])}"
+            )
+        elif q["metric_group"] == "cold_start":
+            print(
+                f"  cold start {q['metric_key']}: precision on labelled work"
+                f" {_pct(q['accuracy'])} over {q['workload_count']} matched,"
+                f" placed {q['auto_effective_cost']:.2f} of untagged cost"
             )
         elif q["metric_group"] == "reliability":
             print(
@@ -157,11 +193,11 @@ def run(args: argparse.Namespace) -> int:
                 f"  confused: {q['true_project_id']} -> {q['predicted_project_id']}"
                 f" ({q['workload_count']} workloads, {q['effective_cost']:.2f})"
             )
-        else:
+        elif q["metric_group"] == "untagged":
+            level = "on a project" if q["metric_key"] == "all" else "at least on a team"
             print(
                 f"  untagged in this build: {q['workload_count']} workloads,"
-                f" placed by rule or model"
-                f" {_pct(q['coverage'] or 0)} of their cost"
+                f" placed {level} {_pct(q['coverage'] or 0)} of their cost"
             )
 
     threshold = float(quality[0]["auto_threshold"]) if quality else (args.threshold or 0.9)
