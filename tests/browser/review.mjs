@@ -83,12 +83,18 @@ async function main() {
     await item.waitFor();
     // the decision (the first option, accepting candidate 1, is the default; choose another by name)
     const box = item.getByRole('combobox', { name: 'Decision', exact: true });
-    const current = (await item.locator('[data-testid="stSelectbox"]').first().innerText()).trim();
+    const current = await item.locator('[data-testid="stSelectbox"]').first().textContent();
     if (!current.includes(values.decision)) {
       await box.click();
       await page.getByRole('option').filter({ hasText: values.decision }).first().click();
     }
-    const decision = (await item.locator('[data-testid="stSelectbox"]').first().innerText()).trim();
+    // the option shown: the select box's text, or its input's value (newer Streamlit versions)
+    const selectbox = item.locator('[data-testid="stSelectbox"]').first();
+    const decision = [
+      (await selectbox.innerText()).trim(),
+      await box.inputValue().catch(() => ''),
+      await selectbox.locator('[data-baseweb="select"]').first().textContent().catch(() => ''),
+    ].join(' | ');
     for (const [label, text] of [
       ['Decided by', values.by],
       ['Why', values.why],
