@@ -61,22 +61,15 @@ def _item(con, item: dict, overrides: Path, projects: dict[str, str] | None) -> 
             team = owner_label(item["label_team_id"]) if item.get("label_team_id") else "-"
             st.text(f"Why here: {why}. Team label: {team}. User: {item.get('user_id') or '-'}")
         right.metric("At stake", data.fmt_money(item["effective_cost"], item["billing_currency"]))
-        if item["candidates"]:
-            st.dataframe(
-                [
-                    {
-                        "#": c["rank"],
-                        "project": c["project_id"],
-                        "team": c["team_id"] or NO_TEAM,
-                        "probability": f"{c['probability']:.3f}",
-                    }
-                    for c in item["candidates"]
-                ],
-                hide_index=True,
-                width="stretch",
+        # plain text, one line per candidate (light: a page of forms, not of data grids)
+        st.text(
+            "\n".join(
+                f"Candidate {c['rank']}: {c['project_id']} (team {c['team_id'] or NO_TEAM}), "
+                f"p = {c['probability']:.3f}"
+                for c in item["candidates"]
             )
-        else:
-            st.text("No candidate: no model could be trained.")
+            or "No candidate: no model could be trained."
+        )
         if item.get("attribution_signals"):
             st.text(f"Signals: {item['attribution_signals']}")
         earlier = review.decisions_for(overrides, item["workload_id"])
@@ -160,7 +153,7 @@ def main() -> None:
         "and becomes a training label; a rejected one stays unallocated with the reason "
         "*rejected in review*. The same decisions from a terminal: `gpucost review`."
     )
-    limit = st.sidebar.number_input("Items shown", min_value=1, max_value=500, value=25, step=5)
+    limit = st.sidebar.number_input("Items shown", min_value=1, max_value=500, value=10, step=5)
     try:
         items = detail.review_items(con, data.Filters(), limit=int(limit))
         projects = detail.org_projects(con)

@@ -92,8 +92,12 @@ async function main() {
     const selectbox = item.locator('[data-testid="stSelectbox"]').first();
     const decision = [
       (await selectbox.innerText()).trim(),
-      await box.inputValue().catch(() => ''),
-      await selectbox.locator('[data-baseweb="select"]').first().textContent().catch(() => ''),
+      await box.inputValue({ timeout: 2000 }).catch(() => ''),
+      await selectbox
+        .locator('[data-baseweb="select"]')
+        .first()
+        .textContent({ timeout: 2000 })
+        .catch(() => ''),
     ].join(' | ');
     for (const [label, text] of [
       ['Decided by', values.by],
