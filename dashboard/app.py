@@ -569,8 +569,9 @@ def _unallocated(con, filters: data.Filters) -> None:
         )
         st.caption(
             "rpt_attribution_review, all months: workloads without a declared owner that the "
-            "learned model could not place at its confidence threshold, by cost at stake. The mart "
-            "holds a ready override row for each (seeds/attribution_overrides.csv)."
+            "learned model could not place at its confidence threshold, by cost at stake. Decide "
+            "on them on the review page (sidebar: review) or with `gpucost review`: each decision "
+            "is an override row that the next build reads."
         )
 
 

@@ -140,17 +140,40 @@ def test_quality_is_measured_on_a_time_based_holdout(generated_warehouse):
     assert earliest_test > latest_train
 
 
-def test_an_accepted_suggestion_changes_the_next_build(generated_warehouse, tmp_path):
-    ((workload, candidate, suggestion),) = generated_warehouse.sql(
-        "select workload_id, candidate_1_project_id, suggested_override from marts.rpt_attribution_review"
-        " where suggested_override is not null order by review_rank limit 1"
+def test_an_accepted_suggestion_changes_the_next_build(generated_warehouse, tmp_path, capsys):
+    from gpucost.commands import review
+    from gpucost.commands.cli import main
+    from gpucost.commands.publish import publish_marts
+
+    from .test_review import decide_in_browser
+
+    (rank, workload, candidate), (_, rejected, _) = generated_warehouse.sql(
+        "select review_rank, workload_id, candidate_1_project_id from marts.rpt_attribution_review"
+        " where candidate_1_project_id is not null order by review_rank limit 2"
     )
     project = _project_copy(tmp_path)
     overrides = project / "seeds" / "attribution_overrides.csv"
-    with overrides.open("a", encoding="utf-8") as f:
-        f.write(
-            suggestion.replace("<your name>", "dana").replace("<yyyy-mm-dd>", "2026-11-01") + "\n"
-        )
+    # a person accepts the first item on the dashboard's review page, in headless Chromium
+    parquet = tmp_path / "parquet"
+    publish_marts(generated_warehouse.path, parquet, log=None)
+    page = decide_in_browser(parquet, overrides, rank, tmp_path, by="dana", why="asked the team")
+    assert f"Accept candidate 1: {candidate}" in page["decision"], page["decision"]
+    assert page["recorded"].startswith("Recorded review-"), page["recorded"]
+    assert workload in page["recorded"] and f"project {candidate}" in page["recorded"]
+    [accepted] = review.read_overrides(overrides)
+    assert (accepted["match_pattern"], accepted["project_id"]) == (
+        review.workload_pattern(workload),
+        candidate,
+    )
+    assert (accepted["decided_by"], accepted["reason"]) == ("dana", "asked the team")
+    # and rejects the second from a terminal: not the suggested project, owner unknown
+    reject = ["review", "reject", rejected, "--warehouse", str(generated_warehouse.path)]
+    reject += ["--overrides", str(overrides), "--by", "erin", "--why", "not ours"]
+    assert main(reject) == 0, capsys.readouterr().err
+    ((rejected_cost,),) = generated_warehouse.sql(
+        "select sum(effective_cost) from marts.fct_cost_allocation"
+        f" where workload_id = '{rejected}'"
+    )
     # a shared workload (declared weights 3:1) and a producer whose outputs two projects read (lineage 2:1)
     (shared, shared_cost), (producer, _) = generated_warehouse.sql(
         "select workload_id, sum(effective_cost) from marts.fct_cost_allocation"
@@ -200,6 +223,37 @@ def test_an_accepted_suggestion_changes_the_next_build(generated_warehouse, tmp_
         f"select count(*) from marts.rpt_attribution_review where workload_id = '{workload}'",
         warehouse=rebuilt,
     ) == [(0,)]
+    # the money moved: every allocation row of the workload is the accepted project's, by override
+    assert generated_warehouse.sql(
+        "select distinct project_id, attribution_method from marts.fct_cost_allocation"
+        f" where workload_id = '{workload}'",
+        warehouse=rebuilt,
+    ) == [(candidate, "override")]
+    # the rejected workload: declared unattributed, not scored, out of the queue, its money an
+    # explicit unallocated row with the reason, none of it lost
+    assert generated_warehouse.sql(
+        "select attribution_method, project_id, unattributed_reason, attribution_rule_id like"
+        f" 'review-%' from intermediate.int_workloads where workload_id = '{rejected}'",
+        warehouse=rebuilt,
+    ) == [("review_rejected", "__unallocated__", "rejected_in_review", True)]
+    assert generated_warehouse.sql(
+        "select (select count(*) from intermediate.int_workload_attribution_predictions"
+        f" where workload_id = '{rejected}'), (select count(*) from marts.rpt_attribution_review"
+        f" where workload_id = '{rejected}')",
+        warehouse=rebuilt,
+    ) == [(0, 0)]
+    rejected_rows = generated_warehouse.sql(
+        "select project_id, allocation_kind, unallocated_reason, sum(effective_cost)"
+        f" from marts.fct_cost_allocation where workload_id = '{rejected}' group by 1, 2, 3",
+        warehouse=rebuilt,
+    )
+    assert {(p, kind) for p, kind, _, _ in rejected_rows} == {("__unallocated__", "unallocated")}
+    assert all(reason.endswith("_of_rejected_in_review") for _, _, reason, _ in rejected_rows)
+    assert sum(cost for *_, cost in rejected_rows) == rejected_cost
+    assert generated_warehouse.sql(
+        "select bool_and(is_reconciled), sum(abs(billed_residual)) from marts.rpt_reconciliation",
+        warehouse=rebuilt,
+    ) == [(True, 0)]
     split = generated_warehouse.sql(
         "select workload_id, project_id, attribution_rule_id, sum(effective_cost)"
         " from marts.fct_cost_allocation where attribution_method = 'shared_workload'"

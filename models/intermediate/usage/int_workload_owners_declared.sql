@@ -1,8 +1,14 @@
 -- One row per workload (pod incarnation) seen in GPU telemetry or kube labels, with its declared owner resolved in
 -- this order, the first that names a known project winning:
+--   0. a human override naming a project (below) beats even a valid tag: a person corrected a suspected
+--      mislabel in review (or confirmed the tag)
 --   1. a valid explicit tag: the pod's project label, or a Slurm job's Account (unknown ids and typos are not
 --      trusted, only reported)
---   2. a human override (seed attribution_overrides: a pattern on a workload field -> project, who, why)
+--   2. a human override (seed attribution_overrides: a pattern on a workload field -> project, who, why); the
+--      latest decision wins (decided_at, then override_id, last first). An override that names no project (empty
+--      project_id, no capture) is a rejection from the review queue: "not the suggested project, owner unknown".
+--      The workload is then declared unattributed (attribution_method review_rejected, unattributed_reason
+--      rejected_in_review): the model does not score it and its money stays unallocated with that reason.
 --   3. a declarative rule (seed attribution_rules, lowest priority first; a rule may take the project from
 --      its regex's first capture group)
 --   4. otherwise unattributed, with the reason (int_workloads then asks the learned model).
@@ -124,7 +130,18 @@ candidates as (
         'override' as candidate_source,
         overrides.override_id as candidate_id,
         0 as candidate_priority,
-        {{ attribution_project('labelled', 'overrides') }} as candidate_project_id
+        overrides.decided_at as candidate_decided_at,
+        case
+            -- a rejection in review: no project, and no capture group to take one from (Spark's
+            -- regexp_extract fails on a group the pattern does not have); chr(92) is a backslash
+            when
+                nullif(trim(overrides.project_id), '') is null
+                and not {{ regexp_search() }}(
+                    overrides.match_pattern, '(^|[^' || chr(92) || chr(92) || '])[(]([^?]|$)'
+                )
+                then cast(null as string)
+            else {{ attribution_project('labelled', 'overrides') }}
+        end as candidate_project_id
     from labelled
     inner join overrides
         on {{ regexp_search() }}({{ attribution_field('labelled', 'overrides.match_field') }}, overrides.match_pattern)
@@ -134,6 +151,7 @@ candidates as (
         'rule' as candidate_source,
         rules.rule_id as candidate_id,
         rules.priority as candidate_priority,
+        cast(null as date) as candidate_decided_at,
         {{ attribution_project('labelled', 'rules') }} as candidate_project_id
     from labelled
     inner join rules
@@ -148,17 +166,24 @@ valid_candidates as (
         row_number() over (
             partition by candidates.workload_id
             order by
-                case candidates.candidate_source when 'override' then 0 else 1 end,
-                candidates.candidate_priority,
-                candidates.candidate_id
+                case candidates.candidate_source when 'override' then 0 else 1 end asc,
+                candidates.candidate_priority asc,
+                -- the latest human decision wins (a review decision taken again)
+                candidates.candidate_decided_at desc nulls last,
+                case when candidates.candidate_source = 'override' then candidates.candidate_id end desc nulls last,
+                candidates.candidate_id asc
         ) as candidate_rank
     from candidates
     cross join mapping_size
     where
-        candidates.candidate_project_id is not null
-        and (
-            mapping_size.known_projects = 0
-            or candidates.candidate_project_id in (select org_mapping.project_id from org_mapping)
+        -- a rejection: an override naming no project
+        (candidates.candidate_source = 'override' and candidates.candidate_project_id is null)
+        or (
+            candidates.candidate_project_id is not null
+            and (
+                mapping_size.known_projects = 0
+                or candidates.candidate_project_id in (select org_mapping.project_id from org_mapping)
+            )
         )
 
 ),
@@ -189,14 +214,25 @@ owned as (
 
     select
         resolved.*,
-        coalesce(resolved.label_project_valid, resolved.candidate_project_id) as project_id,
+        -- a person's override naming a project beats the tag (a suspected mislabel corrected in review)
         case
+            when resolved.candidate_source = 'override' and resolved.candidate_project_id is not null
+                then resolved.candidate_project_id
+            else coalesce(resolved.label_project_valid, resolved.candidate_project_id)
+        end as project_id,
+        case
+            when resolved.candidate_source = 'override' and resolved.candidate_project_id is not null
+                then 'override'
             when resolved.label_project_valid is not null and resolved.is_slurm_job then 'slurm_account'
             when resolved.label_project_valid is not null then 'pod_label'
+            when resolved.candidate_source = 'override' and resolved.candidate_project_id is null
+                then 'review_rejected'
             when resolved.candidate_source is not null then resolved.candidate_source
             else 'none'
         end as attribution_method,
         case
+            when resolved.candidate_source = 'override' and resolved.candidate_project_id is not null
+                then resolved.candidate_id
             when resolved.label_project_valid is null then resolved.candidate_id
         end as attribution_rule_id
     from resolved
@@ -223,6 +259,7 @@ final as (
         owned.attribution_rule_id,
         case
             when owned.project_id is not null then null
+            when owned.attribution_method = 'review_rejected' then 'rejected_in_review'
             when owned.label_project_id is null then 'workload_missing_project_label'
             else 'workload_unknown_project_label'
         end as unattributed_reason,

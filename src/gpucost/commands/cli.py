@@ -4,6 +4,7 @@
     gpucost generate --out landing    write a realistic month of raw files (FOCUS, DCGM, kube)
     gpucost build [-- dbt args]       dbt build against the landing zone
     gpucost summary                   print the chargeback summary from the warehouse
+    gpucost review list|accept|...    the attribution review queue; a decision is an override row
 
 Paths default to the project's own folders (``landing/``, ``warehouse/gpucost.duckdb``) and follow
 the same environment variables as ``profiles.yml``: GPUCOST_LANDING_DIR, GPUCOST_WAREHOUSE.
@@ -230,6 +231,7 @@ PLUGIN_MODULES = (
     "gpucost.commands.attribution_benchmark",
     "gpucost.commands.openmetrics",
     "gpucost.commands.collect",
+    "gpucost.commands.review",
 )
 
 

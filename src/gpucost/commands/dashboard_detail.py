@@ -13,6 +13,7 @@ Also the periodic charges, the attribution review queue and the unit cost of inf
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from decimal import Decimal
 from itertools import groupby
@@ -414,6 +415,88 @@ def review_queue(
     for row in rows:
         row["reason"] = reason_label(row["unattributed_reason"])
     return rows
+
+
+REVIEW_REASONS = {
+    "unplaced": "Unplaced workloads: no declared owner, the model below its threshold",
+    "team_only": "Placed on a team only: the project is still to be found",
+    "suspected_mislabel": "Suspected mislabels: the signals contradict the tag (reject keeps it)",
+}
+"""``rpt_attribution_review.review_reason`` in words, in the order the review page shows them; a
+reason not listed here gets a section of its own, after these, under its code."""
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def markdown_literal(text: str) -> str:
+    """``text`` for Streamlit markdown, shown as it is: every ASCII punctuation character
+    backslash-escaped (CommonMark), so no landed value becomes a link, an image, emphasis, a
+    ``:colour[...]`` or ``:material/...:`` directive, LaTeX or HTML; line breaks become spaces."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def review_items(
+    con: duckdb.DuckDBPyConnection, filters: Filters, limit: int | None = None
+) -> list[dict]:
+    """The review queue (``rpt_attribution_review``) by rank, the first ``limit`` items (all when
+    None), each with its ``review_reason`` (``unplaced`` when the mart predates the column), the
+    reason in words, and ``candidates``: up to three ``{rank, project_id, team_id, probability}``
+    (team None when the project is not in the org mapping). The cluster filter applies, and the
+    team filter to the team label; [] when the mart was not published."""
+    if not has_table(con, "rpt_attribution_review"):
+        return []
+    where, params = _where(filters, month=None, team="label_team_id")
+    rows = _rows(
+        con,
+        f"select * from rpt_attribution_review {where} order by review_rank"
+        + (" limit ?" if limit is not None else ""),
+        [*params, *([limit] if limit is not None else [])],
+    )
+    for row in rows:
+        row["review_reason"] = row.get("review_reason") or "unplaced"
+        row["reason"] = reason_label(row["unattributed_reason"])
+        row["candidates"] = [
+            {
+                "rank": rank,
+                "project_id": row[f"candidate_{rank}_project_id"],
+                "team_id": row.get(f"candidate_{rank}_team_id"),
+                "probability": row[f"candidate_{rank}_probability"],
+            }
+            for rank in (1, 2, 3)
+            if row.get(f"candidate_{rank}_project_id")
+        ]
+    return rows
+
+
+def review_sections(items: list[dict]) -> list[tuple[str, str, list[dict]]]:
+    """The items grouped by ``review_reason``: (reason, heading, items in rank order), the known
+    reasons first (REVIEW_REASONS' order), then any other reason under its code."""
+    reasons = [
+        reason for reason in REVIEW_REASONS if any(i["review_reason"] == reason for i in items)
+    ]
+    reasons += sorted({i["review_reason"] for i in items} - set(REVIEW_REASONS))
+    return [
+        (
+            reason,
+            REVIEW_REASONS.get(reason, reason),
+            [item for item in items if item["review_reason"] == reason],
+        )
+        for reason in reasons
+    ]
+
+
+def org_projects(con: duckdb.DuckDBPyConnection) -> dict[str, str] | None:
+    """The org mapping's projects and their teams (``dim_projects`` rows from the org mapping), or
+    None when there is none to check against (not published, or no mapping landed: then, as in the
+    build, any project id is accepted)."""
+    if not has_table(con, "dim_projects"):
+        return None
+    rows = con.execute(
+        "select project_id, team_id from dim_projects where project_source = 'org_mapping' "
+        "order by project_id"
+    ).fetchall()
+    return dict(rows) or None
 
 
 # --- the unit cost of inference ---------------------------------------------------------------

@@ -24,6 +24,7 @@ UNALLOCATED_OWNER = "__unallocated__"
 BASE_REASONS: dict[str, str] = {
     "workload_missing_project_label": "workload without a project label",
     "workload_unknown_project_label": "workload whose project label names no known project",
+    "rejected_in_review": "workload whose suggested project was rejected in review (owner unknown)",
     "unknown_workload": "workload not found in the cluster inventory",
     "no_gpu_telemetry": "GPU node without GPU telemetry for the hour",
     "no_telemetry": "GPU node without telemetry for the hour",
