@@ -24,7 +24,7 @@ from gpucost.commands import review
 from gpucost.commands.labels import owner_label
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-NO_TEAM = "(not in the org mapping)"
+NO_TEAM = "no team: not in the org mapping"
 
 st.set_page_config(page_title="Attribution review queue", page_icon=":mag:", layout="wide")
 
@@ -33,6 +33,10 @@ st.set_page_config(page_title="Attribution review queue", page_icon=":mag:", lay
 def _snapshot(signature: tuple):
     """One in-memory copy of the Parquet files per published version (see data.signature)."""
     return data.load(Path(signature[0]))
+
+
+def _team(team_id: str | None) -> str:
+    return f"team {team_id}" if team_id else NO_TEAM
 
 
 def _choices(item: dict) -> list[tuple[str, int]]:
@@ -64,7 +68,7 @@ def _item(con, item: dict, overrides: Path, projects: dict[str, str] | None) -> 
         # plain text, one line per candidate (light: a page of forms, not of data grids)
         st.text(
             "\n".join(
-                f"Candidate {c['rank']}: {c['project_id']} (team {c['team_id'] or NO_TEAM}), "
+                f"Candidate {c['rank']}: {c['project_id']} ({_team(c['team_id'])}), "
                 f"p = {c['probability']:.3f}"
                 for c in item["candidates"]
             )
@@ -102,7 +106,7 @@ def _form(con, item: dict, overrides: Path, projects: dict[str, str] | None) -> 
                 "Project (for a reassignment)",
                 list(projects),
                 index=None,
-                format_func=lambda value: f"{value} (team {projects[value]})",
+                format_func=lambda value: f"{value} ({_team(projects[value])})",
                 placeholder="Choose a project of the org mapping",
                 key=f"review-project-{rank}",
             )

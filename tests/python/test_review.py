@@ -283,6 +283,27 @@ def test_review_page_shows_each_reason_as_its_own_section(
     texts = [text.value for text in app.text]
     assert any(t.startswith("#2  ") and t.endswith("[x](http://evil.example)") for t in texts)
     assert "takes effect at the next build" in app.info[0].value
+    # the first item's form: without a reason nothing is written; with one, the row of the CLI
+    overrides = Path(os.environ[review.OVERRIDES_ENV])
+    [record] = [button for button in app.button if button.label == "Record decision"][:1]
+    record.click().run()
+    assert "say why" in app.error[0].value and overrides.read_text(encoding="utf-8") == HEADER
+    [why] = [box for box in app.text_input if box.key == "review-why-1"]
+    why.input("asked the team")  # a form's values go with its submit button
+    [record] = [button for button in app.button if button.label == "Record decision"][:1]
+    record.click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    shown = re.sub(r"\\(.)", r"\1", app.success[0].value)  # the markdown-escaped text, as shown
+    assert shown.startswith("Recorded review-") and "takes effect at the next build" in shown
+    [(workload, candidate)] = generated_warehouse.sql(
+        "select workload_id, candidate_1_project_id from marts.rpt_attribution_review"
+        " where review_rank = 1"
+    )
+    [row] = review.read_overrides(overrides)
+    assert (row["match_pattern"], row["project_id"]) == (
+        review.workload_pattern(workload),
+        candidate,
+    )
 
 
 # --- the browser: accept an item on the review page --------------------------------------------

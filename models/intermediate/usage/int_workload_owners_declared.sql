@@ -69,6 +69,19 @@ rules as (
 
 ),
 
+overrides_typed as (
+
+    -- a rejection in review: no project, and no capture group to take one from (Spark's regexp_extract fails
+    -- on a group the pattern does not have); chr(92) is a backslash
+    select
+        *,
+        nullif(trim(project_id), '') is null
+        and not {{ regexp_search() }}(match_pattern, '(^|[^' || chr(92) || chr(92) || '])[(]([^?]|$)')
+            as is_rejection
+    from overrides
+
+),
+
 mapping_size as (
 
     select count(*) as known_projects from org_mapping
@@ -131,19 +144,12 @@ candidates as (
         overrides.override_id as candidate_id,
         0 as candidate_priority,
         overrides.decided_at as candidate_decided_at,
-        case
-            -- a rejection in review: no project, and no capture group to take one from (Spark's
-            -- regexp_extract fails on a group the pattern does not have); chr(92) is a backslash
-            when
-                nullif(trim(overrides.project_id), '') is null
-                and not {{ regexp_search() }}(
-                    overrides.match_pattern, '(^|[^' || chr(92) || chr(92) || '])[(]([^?]|$)'
-                )
-                then cast(null as string)
-            else {{ attribution_project('labelled', 'overrides') }}
-        end as candidate_project_id
+        case when overrides.is_rejection then cast(null as string) else {{
+            attribution_project('labelled', 'overrides')
+        }} end as candidate_project_id,
+        overrides.is_rejection as candidate_is_rejection
     from labelled
-    inner join overrides
+    inner join overrides_typed as overrides
         on {{ regexp_search() }}({{ attribution_field('labelled', 'overrides.match_field') }}, overrides.match_pattern)
     union all
     select
@@ -152,7 +158,8 @@ candidates as (
         rules.rule_id as candidate_id,
         rules.priority as candidate_priority,
         cast(null as date) as candidate_decided_at,
-        {{ attribution_project('labelled', 'rules') }} as candidate_project_id
+        {{ attribution_project('labelled', 'rules') }} as candidate_project_id,
+        false as candidate_is_rejection
     from labelled
     inner join rules
         on {{ regexp_search() }}({{ attribution_field('labelled', 'rules.match_field') }}, rules.match_pattern)
@@ -176,8 +183,7 @@ valid_candidates as (
     from candidates
     cross join mapping_size
     where
-        -- a rejection: an override naming no project
-        (candidates.candidate_source = 'override' and candidates.candidate_project_id is null)
+        candidates.candidate_is_rejection
         or (
             candidates.candidate_project_id is not null
             and (
@@ -199,7 +205,8 @@ resolved as (
         end as label_project_valid,
         valid_candidates.candidate_source,
         valid_candidates.candidate_id,
-        valid_candidates.candidate_project_id
+        valid_candidates.candidate_project_id,
+        coalesce(valid_candidates.candidate_is_rejection, false) as is_rejected
     from labelled
     cross join mapping_size
     left join org_mapping on labelled.label_project_id = org_mapping.project_id
@@ -225,8 +232,7 @@ owned as (
                 then 'override'
             when resolved.label_project_valid is not null and resolved.is_slurm_job then 'slurm_account'
             when resolved.label_project_valid is not null then 'pod_label'
-            when resolved.candidate_source = 'override' and resolved.candidate_project_id is null
-                then 'review_rejected'
+            when resolved.is_rejected then 'review_rejected'
             when resolved.candidate_source is not null then resolved.candidate_source
             else 'none'
         end as attribution_method,

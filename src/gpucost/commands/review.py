@@ -314,9 +314,13 @@ def format_queue(items: Sequence[dict]) -> str:
             f"  [{_plain(row['review_reason'])}]  {_plain(row['workload_id'])}"
         )
         for candidate in row["candidates"]:
-            team = candidate["team_id"] or "(not in the org mapping)"
+            team = (
+                f"team {_plain(candidate['team_id'])}"
+                if candidate["team_id"]
+                else "no team: not in the org mapping"
+            )
             lines.append(
-                f"    {candidate['rank']}. {_plain(candidate['project_id'])} (team {_plain(team)})"
+                f"    {candidate['rank']}. {_plain(candidate['project_id'])} ({team})"
                 f"  p = {candidate['probability']:.3f}"
             )
         if not row["candidates"]:
