@@ -121,7 +121,10 @@ def test_quality_is_measured_on_a_time_based_holdout(generated_warehouse):
             "select metric_group, count(*) from marts.rpt_attribution_quality group by 1"
         )
     )
-    assert groups["holdout"] == 1 and groups["untagged"] == 1 and groups["reliability"] >= 1
+    assert groups["holdout"] == 1 and groups["untagged"] == 2 and groups["reliability"] >= 1
+    # the team level, the people withheld whole, one row per support class, the cold-start path
+    assert groups["team_holdout"] == 1 and groups["person_holdout"] == 1
+    assert groups["support_class"] == 3 and groups["cold_start"] == 2
     ((holdout_n, bins_n, ece),) = generated_warehouse.sql(
         "select workload_count, (select sum(workload_count) from marts.rpt_attribution_quality"
         " where metric_group = 'reliability'), expected_calibration_error"
@@ -134,7 +137,8 @@ def test_quality_is_measured_on_a_time_based_holdout(generated_warehouse):
         "select max(f.started_epoch) filter (where h.workload_id is null),"
         " min(f.started_epoch) filter (where h.workload_id is not null)"
         " from intermediate.int_workload_features as f"
-        " left join intermediate.int_workload_attribution_holdout as h using (workload_id)"
+        " left join intermediate.int_workload_attribution_holdout as h"
+        " on f.workload_id = h.workload_id and h.scored_set = 'holdout'"
         " where f.known_project_id is not null"
     )
     assert earliest_test > latest_train
@@ -347,7 +351,7 @@ def _assert_threshold_derived(warehouse: Path, target: float, printed: float) ->
         ).fetchall()
         rel = con.sql(
             "select p.workload_id, p.attribution_confidence, f.gpu_count, f.duration_hours,"
-            " w.attribution_method"
+            " w.attribution_method, p.declared_match"
             " from intermediate.int_workload_attribution_predictions as p"
             " join intermediate.int_workload_features as f using (workload_id)"
             " join intermediate.int_workloads as w using (workload_id)"
@@ -357,13 +361,21 @@ def _assert_threshold_derived(warehouse: Path, target: float, printed: float) ->
         (reported,) = quality.fetchall()
     ((threshold,),) = thresholds
     assert threshold == printed == float(reported[0])
+    # the threshold is derived from the model's own predictions; the cold-start path (projects
+    # and teams nobody tags, placed from the org mapping's names) comes after it
+    model_rows = [r for r in rows if r["declared_match"] is None]
     expected = threshold_for_accuracy(
-        [r["attribution_confidence"] for r in rows], [gpu_hours(r) for r in rows], target
+        [r["attribution_confidence"] for r in model_rows],
+        [gpu_hours(r) for r in model_rows],
+        target,
     )
     assert threshold == expected
-    for r in rows:
+    for r in model_rows:
         owned = r["attribution_method"] == "model"
         assert owned == (r["attribution_confidence"] >= threshold), r
+    for r in rows:
+        if r["declared_match"] == "project":
+            assert r["attribution_method"] == "cold_start"
 
 
 def test_cost_below_the_threshold_goes_to_the_suspense_owner(generated_warehouse):
