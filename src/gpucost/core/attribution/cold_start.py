@@ -1,10 +1,10 @@
 """Cold start: place work from what the organisation declares, with no labelled workload at all.
 
 A team that never tags has projects with no labelled workload, so the model cannot name them. The
-org mapping still lists them: project ids and names, team ids and names. A workload whose own names
-(namespace, pod, owner, app, image path, launch line, working directory, volume claims) single out
-**one** declared project is that project's; one whose names single out one team (by the team's id
-or name, or every project they name being that team's) is that team's.
+org mapping still lists them: project ids and names, team ids and names. A workload whose own
+names (namespace, pod, owner, app: where it runs and what it is called) single out **one** declared
+project is that project's; one whose names single out one team (by the team's id or name, or every
+project they name being that team's) is that team's.
 
 The path measures itself before it places anything (:func:`validate`): it is applied to the
 labelled workloads, and its money-weighted precision there, per level, is what it claims. It places
@@ -23,16 +23,10 @@ from typing import Any
 from gpucost.core.attribution.calibration import CAL_MIN
 from gpucost.core.attribution.features import gpu_hours, tokens
 
-_NAMED = (
-    "namespace",
-    "pod",
-    "created_by_name",
-    "label_app",
-    "image_repository",
-    "command_line",
-    "working_dir",
-    "volume_claims",
-)
+# where the workload runs and what it is called, not the software it runs: an image, a launch line
+# or a dataset that names a project is a dependency (an evaluation harness run for another
+# project), not an owner
+_NAMED = ("namespace", "pod", "created_by_name", "label_app")
 _SLUG = re.compile(r"[^a-z0-9]+")
 _MIN_TERM = 3  # shorter ids (``ai``, ``ml``) match too much to say anything
 

@@ -273,6 +273,7 @@ def attribute(
                 p,
                 names.match(by_id[p.workload_id]),
                 cold,
+                placed=(threshold, team_threshold),
                 targets=(target_accuracy, team_target_accuracy),
                 team_of=names.team_of,
                 known=(seen, {(teams or names.team_of).get(c) for c in seen}),
@@ -298,26 +299,37 @@ def _cold_start(
     match: tuple[str | None, str | None, str],
     cold: Precision,
     *,
+    placed: tuple[float, float | None],
     targets: tuple[float | None, float | None],
     team_of: Mapping[str, str],
     known: tuple[set[str], set[str | None]],
 ) -> Prediction:
-    """The prediction, or what the declared names place instead, for **cold** projects and teams
-    only (without any labelled workload: ``known`` are the model's projects and their teams): the
-    model never names those, so their names decide. The project (its measured precision as the
-    confidence, the model's other candidates after it), else the team (its precision as the team's
-    confidence). A project or team the model knows is the model's to place: where it is unsure,
-    names that mention it (an evaluation harness run for another project) are no better."""
+    """The prediction, or what the declared names place instead, at a level the model did not
+    place, or for a project or team the model cannot see (without any labelled workload:
+    ``known`` are the model's projects and their teams, so it never names the others): the project
+    (its measured precision as the confidence, the model's other candidates after it), else the
+    team (its precision as the team's confidence)."""
+    threshold, team_threshold = placed
     known_projects, known_teams = known
     project, team, terms = match
     signals = f"declared: {terms}"
-    if project is not None and project not in known_projects and cold.places("project", targets[0]):
+    if (
+        project is not None
+        and cold.places("project", targets[0])
+        and (p.confidence < threshold or project not in known_projects)
+    ):
         claim = round_claim(cold.project)
         rest = tuple(c for c in p.candidates if c[0] != project)[:2]
         own_team = team_of.get(project)
         best_team = (own_team, round_claim(cold.team or cold.project)) if own_team else p.team
         return Prediction(p.workload_id, ((project, claim), *rest), signals, best_team, "project")
-    if team is None or team in known_teams or not cold.places("team", targets[1]):
+    if team is None or not cold.places("team", targets[1]):
+        return p
+    model_team = team_of.get(p.project_id or "") if p.confidence >= threshold else p.team_id
+    team_placed = p.confidence >= threshold or (
+        team_threshold is not None and p.team_confidence >= team_threshold
+    )
+    if team == model_team or (team_placed and team in known_teams):
         return p
     return Prediction(p.workload_id, p.candidates, signals, (team, round_claim(cold.team)), "team")
 
