@@ -130,3 +130,16 @@ def test_grid_command_scores_a_month_against_the_truth(tmp_path, capsys) -> None
     truth = list(csv.DictReader((month / "truth" / "workloads.csv").open(encoding="utf-8")))
     share = sum(r["tag_state"] == "untagged" for r in truth) / len(truth)
     assert share == pytest.approx(0.7, abs=0.02)
+
+
+def test_the_claim_is_the_support_classes_estimates_weighted_by_the_cost_they_placed():
+    from gpucost.commands.attribution_grid import claimed_accuracy
+
+    quality = [
+        {"metric_group": "holdout", "accuracy": 0.99, "auto_effective_cost": 10},
+        {"metric_group": "support_class", "accuracy": 0.98, "auto_effective_cost": 300},
+        {"metric_group": "support_class", "accuracy": 0.90, "auto_effective_cost": 100},
+        {"metric_group": "support_class", "accuracy": None, "auto_effective_cost": 0},
+    ]
+    assert abs(claimed_accuracy(quality) - (0.98 * 300 + 0.90 * 100) / 400) < 1e-12
+    assert claimed_accuracy(quality[:1]) == 0.99  # no support classes: the time hold-out's

@@ -671,6 +671,32 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def run_page_script(
+    node: str, script: list[str], url: str, server: subprocess.Popen, log: Path
+) -> dict:
+    """Run a tests/browser script against the served dashboard once it is healthy, stop the server
+    (its process group) whatever happens, and return the JSON the script printed last."""
+    try:
+        _wait_until_healthy(url, server, log)
+        result = subprocess.run(
+            [node, *script],
+            cwd=BROWSER_DIR,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+    assert result.returncode == 0, f"{result.stderr[-4000:]}\n{log.read_text()[-2000:]}"
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
 def _wait_until_healthy(url: str, server: subprocess.Popen, log: Path, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -820,25 +846,7 @@ def test_dashboard_in_headless_chromium_shows_the_marts_to_the_cent(
         )
     drill = _drill_path(generated_warehouse, month)
     script = ["dashboard.mjs", "--url", url, "--screenshot", str(screenshot)]
-    try:
-        _wait_until_healthy(url, server, log)
-        result = subprocess.run(
-            [node, *script, "--drill", json.dumps(drill["path"])],
-            cwd=BROWSER_DIR,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-    assert result.returncode == 0, f"{result.stderr[-4000:]}\n{log.read_text()[-2000:]}"
-    page = json.loads(result.stdout.strip().splitlines()[-1])
+    page = run_page_script(node, [*script, "--drill", json.dumps(drill["path"])], url, server, log)
 
     assert page["exceptions"] == [] and page["page_errors"] == []
     assert page["charts"] >= 6 and page["tables"] >= 8

@@ -7,11 +7,9 @@ page's sections, and the browser helper that ``test_attribution_warehouse`` driv
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -25,7 +23,7 @@ from gpucost.commands import review
 from gpucost.commands.cli import main
 from gpucost.commands.publish import publish_marts
 
-from .test_dashboard import BROWSER_DIR, CHROMIUM, INSTALL_HINT, _free_port, _wait_until_healthy
+from .test_dashboard import BROWSER_DIR, CHROMIUM, INSTALL_HINT, _free_port, run_page_script
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 HEADER = ",".join(review.OVERRIDE_COLUMNS) + "\n"
@@ -354,24 +352,6 @@ def decide_in_browser(
         )
     script = ["review.mjs", "--url", url, "--rank", str(rank), "--by", by, "--why", why]
     script += ["--screenshot", str(work / "review.png")]
-    try:
-        _wait_until_healthy(url, server, log)
-        result = subprocess.run(
-            [node, *script],
-            cwd=BROWSER_DIR,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-    assert result.returncode == 0, f"{result.stderr[-4000:]}\n{log.read_text()[-2000:]}"
-    page = json.loads(result.stdout.strip().splitlines()[-1])
+    page = run_page_script(node, script, url, server, log)
     assert page["exceptions"] == [] and page["page_errors"] == []
     return page

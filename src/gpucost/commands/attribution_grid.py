@@ -66,7 +66,12 @@ FIGURES: tuple[Figure, ...] = (
     Figure("team_accuracy", "team acc", True, "share of the team-placed cost on the true team"),
     Figure("ece", "ECE", False, "calibration error of the untagged pods against the truth"),
     Figure("holdout_ece", "hold ECE", False, "the build's hold-out ECE (rpt_attribution_quality)"),
-    Figure("claimed_accuracy", "claimed", True, "the build's hold-out accuracy of auto placements"),
+    Figure(
+        "claimed_accuracy",
+        "claimed",
+        True,
+        "what the build claims for the placed untagged cost (its support classes' estimates)",
+    ),
     Figure("gap_to_claim", "claim gap", False, "claimed - delivered project accuracy"),
     Figure("gap_to_target", "target gap", False, "target accuracy - delivered project accuracy"),
     Figure("ranking_bound", "bound", True, "coverage the best threshold could reach at target"),
@@ -150,7 +155,7 @@ def month_figures(
     scored, _ = truth_rows(warehouse, truth_csv)
     report = evaluate(scored, threshold=threshold)
     cost, team_coverage, team_accuracy = team_scores(team_rows(warehouse, truth_csv))
-    claimed = holdout.get("accuracy")
+    claimed = claimed_accuracy(quality)
     delivered = report.accuracy_auto
     return {
         "threshold": threshold,
@@ -168,6 +173,20 @@ def month_figures(
         "gap_to_target": None if delivered is None else target - delivered,
         "ranking_bound": coverage_at_accuracy(scored, target),
     }
+
+
+def claimed_accuracy(quality: list[dict[str, Any]]) -> float | None:
+    """What the build claims for the untagged cost it placed: each support class's estimated
+    accuracy (its placed workloads' mean calibrated confidence) weighted by the cost it placed;
+    the time hold-out's accuracy when the build has no support classes."""
+    classes = [
+        q for q in quality if q["metric_group"] == "support_class" and q["accuracy"] is not None
+    ]
+    placed = sum(float(q["auto_effective_cost"]) for q in classes)
+    if placed:
+        return sum(float(q["accuracy"]) * float(q["auto_effective_cost"]) for q in classes) / placed
+    holdout = next((q for q in quality if q["metric_group"] == "holdout"), {})
+    return _float(holdout.get("accuracy"))
 
 
 def _float(value: Decimal | float | None) -> float | None:
