@@ -95,7 +95,8 @@ def test_every_allocation_row_says_how_and_how_sure(generated_warehouse):
 def test_review_lists_what_fell_below_the_threshold_by_cost(generated_warehouse):
     rows = generated_warehouse.sql(
         "select review_rank, effective_cost, candidate_1_probability, candidate_2_probability,"
-        " attribution_method from marts.rpt_attribution_review order by review_rank"
+        " attribution_method from marts.rpt_attribution_review"
+        " where review_reason = 'unplaced' order by review_rank"
     )
     assert rows
     threshold = generated_warehouse.sql(
@@ -108,7 +109,8 @@ def test_review_lists_what_fell_below_the_threshold_by_cost(generated_warehouse)
         assert p1 is None or (p1 < threshold and (p2 is None or p2 <= p1))
     # every workload left unattributed is in the queue, and its cost is the unallocated GPU cost
     ((queued, unallocated_gpu),) = generated_warehouse.sql(
-        "select (select sum(effective_cost) from marts.rpt_attribution_review),"
+        "select (select sum(effective_cost) from marts.rpt_attribution_review"
+        "  where review_reason = 'unplaced'),"
         " (select sum(effective_cost) from marts.fct_cost_allocation"
         "  where workload_id is not null and attribution_method = 'none')"
     )
@@ -421,7 +423,7 @@ def test_cost_below_the_threshold_goes_to_the_suspense_owner(generated_warehouse
     # the review queue still lists them (they are below the threshold), with the cost at stake
     ((queued, queued_cost, methods),) = generated_warehouse.sql(
         "select count(*), sum(effective_cost), list(distinct attribution_method)"
-        " from marts.rpt_attribution_review",
+        " from marts.rpt_attribution_review where review_reason = 'unplaced'",
         warehouse=rebuilt,
     )
     assert (queued, queued_cost, methods) == (none_workloads, suspense_cost, ["suspense"])
