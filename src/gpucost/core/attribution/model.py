@@ -531,18 +531,25 @@ def predict(
     team_calibrated = _own_maps(team_calibrated, team_raw, team_calibrators)
     out = []
     for i, wid in enumerate(workload_ids):
-        first = float(calibrated[i])
-        rest = (1.0 - first) / (1.0 - raw_top[i]) if raw_top[i] < 1.0 else 0.0
-        cands = tuple(
-            (model.classes[j], round(first if k == 0 else min(float(proba[i, j]) * rest, first), 6))
-            for k, j in enumerate(order[i])
-        )
+        cands = _candidates(model, proba[i], order[i], float(calibrated[i]), raw_top[i])
         signals = ""
         if cands and cands[0][1] < explain_below:
             signals = _signals(model, x.getrow(i), int(order[i, 0]), names)
         best_team = (team[i], round(float(team_calibrated[i]), 6)) if team[i] else None
         out.append(Prediction(str(wid), cands, signals, best_team))
     return out
+
+
+def _candidates(
+    model: AttributionModel, proba: np.ndarray, order: np.ndarray, first: float, raw_top: float
+) -> tuple[tuple[str, float], ...]:
+    """A workload's candidates in ``order``: the first at its calibrated confidence ``first``, the
+    others sharing the rest in their raw proportions (never above the first), rounded to 1e-6."""
+    rest = (1.0 - first) / (1.0 - raw_top) if raw_top < 1.0 else 0.0
+    return tuple(
+        (model.classes[j], round(first if k == 0 else min(float(proba[j]) * rest, first), 6))
+        for k, j in enumerate(order)
+    )
 
 
 def _own_maps(
@@ -579,15 +586,7 @@ def contradicted_labels(
         best = model.classes[order[row, 0]]
         if best == labels[index] or calibrated[row] < confidence:
             continue
-        first = float(calibrated[row])
-        rest = (1.0 - first) / (1.0 - raw[row]) if raw[row] < 1.0 else 0.0
-        cands = tuple(
-            (
-                model.classes[j],
-                round(first if k == 0 else min(float(proba[row, j]) * rest, first), 6),
-            )
-            for k, j in enumerate(order[row])
-        )
+        cands = _candidates(model, proba[row], order[row], float(calibrated[row]), raw[row])
         out.append((Prediction(str(workload_ids[index]), cands), str(labels[index])))
     return sorted(out, key=lambda pt: (-pt[0].confidence, pt[0].workload_id))
 
