@@ -28,6 +28,7 @@ import requests
 from gpucost.commands.cli import main
 from gpucost.commands.collect import SERVING_METRICS
 from tests.python.conftest import Warehouse, _build
+from tests.python.landing_zones import MODELS_ONLY
 
 # the server and the collected months are module fixtures: the tests here share one worker
 
@@ -148,7 +149,8 @@ def collected(prometheus, generated_month, tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def collected_raw_warehouse(collected, tmp_path_factory) -> Warehouse:
-    return _build(collected["raw"], tmp_path_factory.mktemp("collected_raw_build"))
+    # its marts are compared row for row with the session's generated warehouse (which ran the tests)
+    return _build(collected["raw"], tmp_path_factory.mktemp("collected_raw_build"), *MODELS_ONLY)
 
 
 @pytest.fixture(scope="module")

@@ -112,6 +112,9 @@ def gate(
     env = os.environ | {
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
         "GPUCOST_PROJECT_DIR": str(PROJECT_DIR),
+        # dbt's own variable for --exclude-resource-type: the unit tests do not depend on the
+        # landing zone, and the session's generated warehouse runs them (landing_zones.NO_UNIT_TESTS)
+        "DBT_EXCLUDE_RESOURCE_TYPES": "unit_test",
     }
     command = [sys.executable, "-m", "gpucost.commands.cli", "gate", "--landing", str(landing)]
     command += ["--warehouse", str(warehouse), *extra]

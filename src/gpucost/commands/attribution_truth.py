@@ -173,9 +173,16 @@ def build_warehouse(
     *,
     threshold: float | None = None,
     target_accuracy: float | None = None,
+    target: Path | None = None,
 ) -> subprocess.CompletedProcess:
     """`dbt build` of ``landing`` into ``warehouse`` (the model trains inside): a fixed
-    ``threshold`` (no target accuracy), a ``target_accuracy`` or the project's default."""
+    ``threshold`` (no target accuracy), a ``target_accuracy`` or the project's default.
+
+    dbt's target folder is ``target`` (default ``out/target``): builds that share one (the grid's
+    months) reuse dbt's partial parse, as dbt runs in the warehouse's folder and the profile names
+    the warehouse by its file name only, so the profile is the same for every month (a full parse is
+    about 8-10 s of CPU). The unit tests are left out: they run a model on given rows, whatever the
+    month (CI and every ``gpucost build`` run them)."""
     from gpucost.commands.project import dbt_env, dbt_executable, find_project_dir
 
     project = find_project_dir()
@@ -188,8 +195,12 @@ def build_warehouse(
         ]
     elif target_accuracy is not None:
         command += ["--vars", f"{{gpucost_attribution_target_accuracy: {target_accuracy}}}"]
-    command += ["--profiles-dir", str(project), "--target-path", str(out / "target")]
+    command += ["--exclude-resource-type", "unit_test"]
+    command += ["--profiles-dir", str(project), "--target-path", str(target or out / "target")]
     command += ["--log-path", str(out / "logs")]
+    warehouse = warehouse.resolve()
+    warehouse.parent.mkdir(parents=True, exist_ok=True)
+    env = dbt_env(landing.resolve(), Path(warehouse.name))
     return subprocess.run(
-        command, cwd=project, env=dbt_env(landing, warehouse), capture_output=True, text=True
+        command, cwd=warehouse.parent, env=env, capture_output=True, text=True, check=False
     )
