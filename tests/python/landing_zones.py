@@ -62,7 +62,7 @@ class Warehouse:
     work: Path
 
     def dbt(
-        self, *args: str, warehouse: Path | None = None, unit_tests: bool | None = None
+        self, *args: str, warehouse: Path | None = None, unit_tests: bool = False
     ) -> subprocess.CompletedProcess:
         """Run a dbt command against this landing zone (and this or another warehouse file)."""
         return run_dbt(
@@ -88,7 +88,8 @@ class Warehouse:
 
 # dbt's unit tests run a model on given rows: their result depends on neither the landing zone nor the
 # warehouse. The session's generated warehouse runs them (``unit_tests=True``); every other ``dbt build``
-# under the project's default vars would only repeat them (8 unit tests, 15-18 % of a small build).
+# would only repeat them (8 unit tests, 15-18 % of a small build), and under other vars (another idle
+# policy, tag keys, lookback) they would check rows written for the project's own vars.
 NO_UNIT_TESTS = ("--exclude-resource-type", "unit_test")
 
 
@@ -132,17 +133,16 @@ class DbtInvocation:
 
 
 def dbt_invocation(
-    landing: Path, warehouse: Path, work: Path, *args: str, unit_tests: bool | None = None
+    landing: Path, warehouse: Path, work: Path, *args: str, unit_tests: bool = False
 ) -> DbtInvocation:
     """``dbt *args`` against a landing zone and a warehouse file, target and logs in ``work``, starting
     from the session's partial parse (PARSE_TEMPLATE): the warehouse is named relative to its folder.
 
-    ``unit_tests``: whether a ``dbt build`` runs the unit tests; by default only when it passes
-    ``--vars`` (the one build that runs them under the default vars is the generated warehouse's)."""
+    ``unit_tests``: whether a ``dbt build`` runs the unit tests; only when asked (the session's
+    generated warehouse does): they run a model on the rows they give and expect the rows they name,
+    under the project's vars, whatever the landing zone."""
     from gpucost.commands.cli import dbt_env
 
-    if unit_tests is None:
-        unit_tests = "--vars" in args
     warehouse = Path(warehouse).resolve()
     warehouse.parent.mkdir(parents=True, exist_ok=True)
     target = work / "target"
@@ -162,7 +162,7 @@ def dbt_invocation(
 
 
 def run_dbt(
-    landing: Path, warehouse: Path, work: Path, *args: str, unit_tests: bool | None = None
+    landing: Path, warehouse: Path, work: Path, *args: str, unit_tests: bool = False
 ) -> subprocess.CompletedProcess:
     """Run ``dbt_invocation(...)``: in this test process (``in_process_dbt``), or as the ``dbt``
     command under ``GPUCOST_TEST_DBT=subprocess``."""
@@ -230,7 +230,7 @@ def in_process_dbt(args: list[str], cwd: Path, env: dict[str, str]) -> subproces
     return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
-def build(landing: Path, work: Path, *extra: str, unit_tests: bool | None = None) -> Warehouse:
+def build(landing: Path, work: Path, *extra: str, unit_tests: bool = False) -> Warehouse:
     """``dbt build`` of a landing zone into ``work/gpucost.duckdb``; fails the test unless it passes."""
     work.mkdir(parents=True, exist_ok=True)
     warehouse = Warehouse(landing=landing, path=work / "gpucost.duckdb", work=work)
@@ -288,7 +288,7 @@ def shared_build(
     name: str,
     make_landing: Callable[[Path], Path],
     *extra: str,
-    unit_tests: bool | None = None,
+    unit_tests: bool = False,
 ) -> Warehouse:
     """The warehouse of ``make_landing(folder)`` (a landing zone), built once per session with
     ``dbt build *extra``; its ``work`` folder is this worker's own."""

@@ -266,17 +266,8 @@ def deliveries(tmp_path_factory) -> tuple[Warehouse, str]:
     work = root / "work"
     work.mkdir()
     warehouse = Warehouse(landing=landing, path=work / "w.duckdb", work=work)
-    # dbt's unit tests are left to the generated warehouse (landing_zones.run_dbt): the one var here is
-    # read only by the bill readers' macros (typed_bill_charges, landing), in no unit-tested model, so
-    # under it they would repeat the default build's 8 unit tests exactly (about 15 % of this build)
     result = run_dbt(
-        landing,
-        warehouse.path,
-        work,
-        "build",
-        "--vars",
-        "{gpucost_default_billing_currency: USD}",
-        unit_tests=False,
+        landing, warehouse.path, work, "build", "--vars", "{gpucost_default_billing_currency: USD}"
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     return warehouse, result.stdout

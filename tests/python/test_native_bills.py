@@ -590,10 +590,8 @@ def test_rebuilding_on_the_same_files_changes_nothing(native_warehouse):
     )
     # a copy of the built warehouse, rebuilt (the session's is read by other tests meanwhile)
     rebuilt = native_warehouse.copy("rebuilt")
-    # its allocations are compared with the session's build, which ran the data and unit tests
-    result = native_warehouse.dbt(
-        "build", *NATIVE_CASES_VARS, *MODELS_ONLY, warehouse=rebuilt, unit_tests=False
-    )
+    # its allocations are compared with the session's build, which ran the data tests
+    result = native_warehouse.dbt("build", *NATIVE_CASES_VARS, *MODELS_ONLY, warehouse=rebuilt)
     assert result.returncode == 0, result.stdout[-3000:]
     assert native_warehouse.sql(query, warehouse=rebuilt) == native_warehouse.sql(query)
 

@@ -298,7 +298,7 @@ def test_an_incremental_run_keeps_a_slots_own_step(hand_warehouse):
     # only the usage model and what it reads: nothing downstream is asserted
     result = hand_warehouse.dbt(
         "build", "--select", "+int_gpu_usage_hourly", "--vars", "{gpucost_lookback_hours: 0}",
-        warehouse=warehouse, unit_tests=False,
+        warehouse=warehouse,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-6000:]
     assert "incremental model intermediate.int_gpu_usage_hourly" in result.stdout
