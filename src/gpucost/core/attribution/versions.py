@@ -14,6 +14,7 @@ import base64
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,10 @@ from sklearn.linear_model import LogisticRegression
 
 from gpucost.core.attribution.calibration import TopLabelCalibrator
 from gpucost.core.attribution.cold_start import Precision
-from gpucost.core.attribution.features import start_epoch
+from gpucost.core.attribution.features import gpu_hours, start_epoch, trailing_labelled
 from gpucost.core.attribution.model import AttributionModel, SharedLessons
-from gpucost.core.attribution.pipeline import Scorer
+from gpucost.core.attribution.pipeline import Attribution, Scorer
+from gpucost.core.attribution.quality import evaluate
 from gpucost.core.attribution.support import ClassCalibration
 
 STATE_FORMAT = 1  # bumped when the encoding changes (an older state is then retrained)
@@ -265,3 +267,69 @@ def _unmodel(value: Mapping[str, Any] | None) -> AttributionModel | None:
         team_calibrator=_uncalibrator(value["team_calibrator"]),
         calibration_count=int(value["calibration_workloads"]),
     )
+
+
+def version_row(
+    result: Attribution,
+    records: Sequence[Mapping[str, Any]],
+    previous: Sequence[Mapping[str, Any]],
+    *,
+    reason: str,
+    labels: str,
+    settings: str,
+    training_days: float | None,
+) -> dict[str, Any]:
+    """The row of int_attribution_model_versions for one training (without its state and
+    evaluation rows): id, sequence, why, fingerprints, horizon, training window (first and last
+    start of the labelled workloads it read), counts, thresholds and the time hold-out's figures
+    (GPU-hour-weighted: money is allocated downstream of the model; int_workload_attribution_quality
+    weighs the same rows by money)."""
+    horizon = latest_start(records)
+    labelled = trailing_labelled(
+        records,
+        {
+            str(r["workload_id"]): str(r["known_project_id"])
+            for r in records
+            if r.get("known_project_id")
+        },
+        training_days,
+    )
+    generation = sum(
+        1
+        for p in previous
+        if (p["label_fingerprint"], p["settings_fingerprint"], float(p["data_last_start_epoch"]))
+        == (labels, settings, horizon)
+    )
+    hours = {str(r["workload_id"]): gpu_hours(r) for r in records}
+    report = evaluate(
+        ((p.project_id, t, p.confidence, hours[p.workload_id]) for p, t in result.holdout),
+        threshold=result.auto_threshold,
+    )
+    model = result.model
+    return {
+        "model_version": version_id(labels, settings, horizon, generation),
+        "version_sequence": len(previous) + 1,
+        "retrain_reason": reason,
+        "label_fingerprint": labels,
+        "settings_fingerprint": settings,
+        "generation": generation,
+        "data_last_start_epoch": horizon,
+        "data_last_start_at": _at(horizon),
+        "training_first_start_at": _at(start_epoch(labelled[0])) if labelled else None,
+        "training_last_start_at": _at(start_epoch(labelled[-1])) if labelled else None,
+        "labelled_workloads": len(labelled),
+        "training_workloads": model.training_workloads if model else 0,
+        "holdout_workloads": len(result.holdout),
+        "scored_workloads": len(result.predictions),
+        "model_calibration": model.calibration if model else None,
+        "auto_threshold": result.auto_threshold,
+        "team_auto_threshold": result.team_threshold,
+        "holdout_coverage": report.coverage,
+        "holdout_accuracy": report.accuracy_auto,
+        "holdout_accuracy_all": report.accuracy_all,
+        "holdout_expected_calibration_error": report.ece,
+    }
+
+
+def _at(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=UTC).replace(tzinfo=None)
