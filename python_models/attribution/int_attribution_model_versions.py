@@ -9,6 +9,7 @@ import json
 
 from gpucost.core.attribution import attribute, attribution_rows, known_projects, project_teams
 from gpucost.core.attribution.versions import (
+    digest,
     encode_state,
     label_fingerprint,
     latest_start,
@@ -58,7 +59,8 @@ def model(dbt, session):
         previous = rows_of(
             session.sql(
                 "select model_version, version_sequence, label_fingerprint, settings_fingerprint,"
-                f" data_last_start_epoch from {dbt.this} order by version_sequence"
+                " state_fingerprint, data_last_start_epoch"
+                f" from {dbt.this} order by version_sequence"
             )
         )
     current = previous[-1] if previous else None
@@ -79,6 +81,8 @@ def model(dbt, session):
         records, known, teams=project_teams(records, mapping), declared=mapping, **settings
     )
     evaluation = [r for r in attribution_rows(result) if r["scored_set"] != "undeclared"]
+    state = encode_state(result.scorer)
+    evaluation_rows = json.dumps(evaluation, sort_keys=True, separators=(",", ":"))
     row = version_row(
         result,
         records,
@@ -87,7 +91,7 @@ def model(dbt, session):
         labels=label_fingerprint(records, horizon),
         settings=settings_fp,
         training_days=settings["training_days"],
+        state=digest([state, evaluation_rows]),
     )
-    row["model_state"] = encode_state(result.scorer)
-    row["evaluation_rows"] = json.dumps(evaluation, sort_keys=True, separators=(",", ":"))
+    row["model_state"], row["evaluation_rows"] = state, evaluation_rows
     return table_of([row], VERSIONS_SCHEMA)

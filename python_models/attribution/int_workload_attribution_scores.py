@@ -48,16 +48,16 @@ def model(dbt, session):
     )
     shown, support = prepared.shown(), prepared.support()
     by_id = {str(r["workload_id"]): r for r in prepared.targets}
-    fingerprints = {
-        w: feature_fingerprint(shown[w], support.get(w), r) for w, r in by_id.items()
-    }
+    fingerprints = {w: feature_fingerprint(shown[w], support.get(w), r) for w, r in by_id.items()}
+    # the rows earlier builds scored (none on a full refresh, or from before versions existed)
     kept = {}
-    if dbt.is_incremental and "feature_fingerprint" in session.sql(f"from {dbt.this} limit 0").columns:
-        kept = {
-            r["workload_id"]: r
-            for r in rows_of(session.sql(f"from {dbt.this} where scored_set = 'undeclared'"))
-        }
-    previous = {w: (r["attribution_model_version"], r["feature_fingerprint"]) for w, r in kept.items()}
+    old = dbt.is_incremental and session.sql(f"from {dbt.this} limit 0").columns
+    if old and "feature_fingerprint" in old:
+        undeclared = session.sql(f"from {dbt.this} where scored_set = 'undeclared'")
+        kept = {r["workload_id"]: r for r in rows_of(undeclared)}
+    previous = {
+        w: (r["attribution_model_version"], r["feature_fingerprint"]) for w, r in kept.items()
+    }
     ids = to_score(previous, fingerprints, name)
     preds = scorer.score(
         [shown[w] for w in ids], [by_id[w] for w in ids], [support[w] for w in ids], mapping

@@ -108,10 +108,10 @@ def test_retrain_when_labels_settings_or_schedule_say_so_or_on_demand(change, ex
     assert retrain_reason(None, **args) == "first"
 
 
-def test_version_ids_name_what_was_trained_and_a_forced_retrain_is_new():
-    first = version_id("L", "S", 1000.0, 0)
-    assert first == version_id("L", "S", 1000.0, 0)
-    assert len({first, version_id("L", "S", 1000.0, 1), version_id("L2", "S", 1000.0, 0)}) == 3
+def test_version_ids_name_what_was_fitted_and_a_forced_retrain_is_new():
+    first = version_id("state", 0)
+    assert first == version_id("state", 0)
+    assert len({first, version_id("state", 1), version_id("other", 0)}) == 3
 
 
 def test_only_new_changed_or_other_version_workloads_are_scored():
@@ -130,3 +130,108 @@ def test_a_feature_fingerprint_moves_with_a_feature_or_the_support_class():
     )
     assert base != feature_fingerprint({"user=alice": 1.0}, "namespace_history", record)
     assert base != feature_fingerprint({"user=alice": 1.0}, "user_history", {**record, "pod": "x"})
+
+
+def test_build_retrain_sets_the_var_merged_into_the_vars_given():
+    from gpucost.commands.project import with_retrain
+
+    assert with_retrain([]) == ["build", "--vars", '{"gpucost_attribution_retrain": true}']
+    merged = with_retrain(["build", "--select", "x+", "--vars", "{gpucost_lookback_hours: 6}"])
+    assert merged[:3] == ["build", "--select", "x+"] and merged[3] == "--vars"
+    assert json.loads(merged[4]) == {
+        "gpucost_lookback_hours": 6,
+        "gpucost_attribution_retrain": True,
+    }
+    assert json.loads(with_retrain(["run", "--vars={a: 1}"])[2]) == {
+        "a": 1,
+        "gpucost_attribution_retrain": True,
+    }
+    with pytest.raises(ValueError, match="must be a mapping"):
+        with_retrain(["build", "--vars", "[1, 2]"])
+
+
+# --- in the warehouse -------------------------------------------------------------------------------
+
+ATTRIBUTION = ("int_attribution_model_versions", "int_workload_attribution_scores")
+
+
+def _scores(warehouse, path) -> list[tuple]:
+    return warehouse.sql(
+        "select * exclude (attribution_model_version) from intermediate.int_workload_attribution_scores"
+        " order by scored_set, workload_id",
+        warehouse=path,
+    )
+
+
+@pytest.mark.warehouse
+def test_a_rebuild_scores_nothing_until_retrain_is_asked_then_names_the_new_version(
+    generated_warehouse, monkeypatch
+):
+    """On an identical landing zone the same labels keep the version and score no workload; var
+    gpucost_attribution_retrain trains a new one (the same fit: training is deterministic) and
+    every row, and every model-placed allocation row, names it."""
+    import os
+
+    from gpucost.core.attribution.pipeline import Scorer
+
+    if os.environ.get("GPUCOST_TEST_DBT") == "subprocess":
+        pytest.skip("counts the workloads scored inside this process's dbt run")
+    scored: list[int] = []
+    score = Scorer.score
+
+    def counted(self, features, records, classes, declared):
+        scored.append(len(records))
+        return score(self, features, records, classes, declared)
+
+    monkeypatch.setattr(Scorer, "score", counted)
+    path = generated_warehouse.copy("versions")
+    ((before, targets),) = generated_warehouse.sql(
+        "select (select list(model_version) from intermediate.int_attribution_model_versions),"
+        " (select count(*) from intermediate.int_workload_attribution_scores"
+        "  where scored_set = 'undeclared')"
+    )
+    assert len(before) == 1 and targets > 0
+    original = _scores(generated_warehouse, generated_warehouse.path)
+
+    rerun = generated_warehouse.dbt("run", "--select", *ATTRIBUTION, warehouse=path)
+    assert rerun.returncode == 0, rerun.stdout[-4000:]
+    assert scored == [0]
+    assert generated_warehouse.sql(
+        "select list(model_version) from intermediate.int_attribution_model_versions",
+        warehouse=path,
+    ) == [(before,)]
+    assert _scores(generated_warehouse, path) == original
+
+    forced = generated_warehouse.dbt(
+        "run",
+        "--select",
+        *ATTRIBUTION,
+        "int_workload_attribution_predictions",
+        "int_workloads",
+        "fct_cost_allocation",
+        "--vars",
+        "{gpucost_attribution_retrain: true}",
+        warehouse=path,
+    )
+    assert forced.returncode == 0, forced.stdout[-4000:]
+    assert scored == [0, targets]
+    ((versions, newest, reason),) = generated_warehouse.sql(
+        "select count(*), arg_max(model_version, version_sequence),"
+        " arg_max(retrain_reason, version_sequence) from intermediate.int_attribution_model_versions",
+        warehouse=path,
+    )
+    assert (versions, reason) == (2, "forced") and newest not in before
+    assert generated_warehouse.sql(
+        "select distinct attribution_model_version from intermediate.int_workload_attribution_scores",
+        warehouse=path,
+    ) == [(newest,)]
+    assert _scores(generated_warehouse, path) == original
+    methods = generated_warehouse.sql(
+        "select attribution_method, list(distinct attribution_model_version)"
+        " from marts.fct_cost_allocation where workload_id is not null group by 1 order by 1",
+        warehouse=path,
+    )
+    learned = {"model", "model_team", "cold_start", "cold_start_team"}
+    assert any(m in learned for m, _ in methods)
+    for method, named in methods:
+        assert named == ([newest] if method in learned else [None]), method

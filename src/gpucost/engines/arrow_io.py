@@ -151,6 +151,7 @@ VERSIONS_SCHEMA = pa.schema(
         ("retrain_reason", pa.string()),
         ("label_fingerprint", pa.string()),
         ("settings_fingerprint", pa.string()),
+        ("state_fingerprint", pa.string()),
         ("generation", pa.int64()),
         ("data_last_start_epoch", pa.float64()),
         ("data_last_start_at", pa.timestamp("us")),

@@ -123,11 +123,12 @@ def retrain_reason(
     return ", ".join(reasons) or None
 
 
-def version_id(labels: str, settings: str, horizon: float, generation: int) -> str:
-    """A version's id: from what it was trained on, so two builds of the same landing zone (or an
-    incremental build and a full refresh that train on the same labels) name it alike;
-    ``generation`` counts the earlier versions trained on the same (a forced retrain)."""
-    return digest([labels, settings, repr(float(horizon)), generation])[:16]
+def version_id(state: str, generation: int) -> str:
+    """A version's id: the fingerprint of what was fitted (``state``: its fitted state and its own
+    rows, :func:`digest` of them), so two trainings on the same inputs (two builds of one landing
+    zone, an incremental build and a full refresh) name it alike; ``generation`` counts the earlier
+    versions that fitted the same state (a forced retrain on unchanged inputs is a new version)."""
+    return digest([state, generation])[:16]
 
 
 def to_score(
@@ -278,10 +279,12 @@ def version_row(
     labels: str,
     settings: str,
     training_days: float | None,
+    state: str,
 ) -> dict[str, Any]:
     """The row of int_attribution_model_versions for one training (without its state and
-    evaluation rows): id, sequence, why, fingerprints, horizon, training window (first and last
-    start of the labelled workloads it read), counts, thresholds and the time hold-out's figures
+    evaluation rows; ``state``: their fingerprint): id, sequence, why, fingerprints, horizon,
+    training window (first and last start of the labelled workloads it read), counts, thresholds
+    and the time hold-out's figures
     (GPU-hour-weighted: money is allocated downstream of the model; int_workload_attribution_quality
     weighs the same rows by money)."""
     horizon = latest_start(records)
@@ -294,12 +297,7 @@ def version_row(
         },
         training_days,
     )
-    generation = sum(
-        1
-        for p in previous
-        if (p["label_fingerprint"], p["settings_fingerprint"], float(p["data_last_start_epoch"]))
-        == (labels, settings, horizon)
-    )
+    generation = sum(1 for p in previous if p["state_fingerprint"] == state)
     hours = {str(r["workload_id"]): gpu_hours(r) for r in records}
     report = evaluate(
         ((p.project_id, t, p.confidence, hours[p.workload_id]) for p, t in result.holdout),
@@ -307,11 +305,12 @@ def version_row(
     )
     model = result.model
     return {
-        "model_version": version_id(labels, settings, horizon, generation),
+        "model_version": version_id(state, generation),
         "version_sequence": len(previous) + 1,
         "retrain_reason": reason,
         "label_fingerprint": labels,
         "settings_fingerprint": settings,
+        "state_fingerprint": state,
         "generation": generation,
         "data_last_start_epoch": horizon,
         "data_last_start_at": _at(horizon),
