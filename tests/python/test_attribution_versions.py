@@ -16,6 +16,7 @@ from gpucost.core.attribution.versions import (
     feature_fingerprint,
     label_fingerprint,
     retrain_reason,
+    settings_fingerprint,
     to_score,
     version_id,
 )
@@ -235,3 +236,11 @@ def test_a_rebuild_scores_nothing_until_retrain_is_asked_then_names_the_new_vers
     assert any(m in learned for m, _ in methods)
     for method, named in methods:
         assert named == ([newest] if method in learned else [None]), method
+
+
+def test_settings_fingerprint_reads_the_mapping_not_where_it_was_landed():
+    row = {"project_id": "p", "team_id": "t", "project_name": "P", "team_name": "T"}
+    base = settings_fingerprint({"seed": 0}, [{**row, "source_file": "/a/org_mapping.csv"}])
+    assert base == settings_fingerprint({"seed": 0}, [{**row, "source_file": "/b/org.csv"}])
+    assert base != settings_fingerprint({"seed": 1}, [row])
+    assert base != settings_fingerprint({"seed": 0}, [{**row, "team_id": "u"}])

@@ -68,12 +68,17 @@ def label_fingerprint(records: Iterable[Mapping[str, Any]], through: float | Non
     )
 
 
+MAPPING_FIELDS = ("project_id", "team_id", "project_name", "team_name")  # what training reads
+
+
 def settings_fingerprint(settings: Mapping[str, Any], mapping: Sequence[Mapping[str, Any]]) -> str:
-    """The vars that shape training, the org mapping it reads and the package's source."""
+    """The vars that shape training, the org mapping's fields it reads (not where the file was
+    landed) and the package's source."""
+    rows = ([str(r.get(k)) for k in MAPPING_FIELDS] for r in mapping)
     return digest(
         {
             "settings": dict(settings),
-            "mapping": sorted(json.dumps(dict(r), sort_keys=True, default=str) for r in mapping),
+            "mapping": sorted(rows),
             "code": training_code_fingerprint(),
             "format": STATE_FORMAT,
         }
