@@ -1,5 +1,7 @@
-"""One training per build (:func:`attribute`): trailing window, time-based hold-out, calibration,
-continued training, predictions for the undeclared workloads, and the rows of the dbt model."""
+"""One training (:func:`attribute`, when a model version is due): trailing window, time-based
+hold-out, calibration, continued training, predictions for the undeclared workloads, the
+:class:`Scorer` a version stores to score later builds' workloads, and the rows of the dbt
+models."""
 
 from __future__ import annotations
 
