@@ -1,4 +1,4 @@
-"""The learned attribution's versions: one row per training, appended only when this build retrains
+"""The learned attribution's versions: one row per training, added only when this build retrains
 (gpucost.core.attribution.versions.retrain_reason: the first build, a changed label or override,
 changed training vars / org mapping / code, the schedule in workload time, or var
 gpucost_attribution_retrain). Each row holds the fitted state that scores (plain JSON, never a
@@ -31,7 +31,7 @@ def _or(value: float | None, default: float) -> float:
 
 
 def model(dbt, session):
-    dbt.config(materialized="incremental", incremental_strategy="append")
+    dbt.config(materialized="incremental")
     # each key read by a plain dbt.config.get call of its own: dbt passes a Python model only the
     # keys it finds that way in this file (nested in float(... or ...), they arrive as None)
     training_days = dbt.config.get("training_days")
