@@ -282,6 +282,20 @@ def test_an_accepted_suggestion_changes_the_next_build(generated_warehouse, tmp_
         warehouse=rebuilt,
     )
     assert model_rows[0][0] > 0 and model_rows[0][1] >= Decimal("0.3")
+    # the override is a changed training label: the build trained a new model version (the vars
+    # changed too), and every model-placed allocation row of a workload names it (idle spread to an
+    # owner rather than a workload names none)
+    ((versions, newest, reason),) = generated_warehouse.sql(
+        "select count(*), arg_max(model_version, version_sequence),"
+        " arg_max(retrain_reason, version_sequence) from intermediate.int_attribution_model_versions",
+        warehouse=rebuilt,
+    )
+    assert versions == 2 and reason == "labels, settings"
+    assert generated_warehouse.sql(
+        "select list(distinct attribution_model_version) from marts.fct_cost_allocation"
+        " where attribution_method = 'model' and workload_id is not null",
+        warehouse=rebuilt,
+    ) == [([newest],)]
 
 
 def test_benchmark_command_scores_untagged_pods_against_the_truth(tmp_path, capsys):

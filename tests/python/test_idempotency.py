@@ -25,6 +25,22 @@ from tests.python.landing_zones import MODELS_ONLY, WAREHOUSE_NAME, dbt_invocati
 pytestmark = pytest.mark.warehouse
 
 
+# The attribution's model versions are a history (one row per training): an incremental sequence
+# holds more rows than a full build; its current version (the last row) is compared instead.
+VERSIONS = "int_attribution_model_versions"
+
+
+def current_version(warehouse: Path) -> tuple:
+    """The warehouse's current model version (without its sequence number and why it was trained,
+    which depend on what was built before)."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        (current,) = con.sql(
+            f"select * exclude (version_sequence, retrain_reason) from intermediate.{VERSIONS}"
+            " order by version_sequence desc limit 1"
+        ).fetchall()
+    return current
+
+
 def fingerprints(warehouse: Path, schema: str = "marts") -> dict[str, str]:
     with duckdb.connect(str(warehouse), read_only=True) as con:
         tables = [
@@ -33,6 +49,7 @@ def fingerprints(warehouse: Path, schema: str = "marts") -> dict[str, str]:
                 "select table_name from information_schema.tables"
                 f" where table_schema = '{schema}' and table_type = 'BASE TABLE' order by 1"
             ).fetchall()
+            if name != VERSIONS
         ]
         return {
             table: con.sql(
@@ -99,7 +116,14 @@ def test_a_build_killed_midway_then_rerun_gives_identical_marts(generated_wareho
     assert fingerprints(warehouse) == fingerprints(generated_warehouse.path)
 
 
-LOOKBACK = ("--vars", "{gpucost_lookback_hours: 6}")
+# a 6-hour lookback so the run really is partial; the attribution retrains whenever a later workload
+# arrived (schedule of 0 days: the default, 7, keeps the version trained without day 3 and scores
+# day 3's workloads with it, which a full refresh would not; int_attribution_model_versions)
+LOOKBACK = ("--vars", "{gpucost_lookback_hours: 6, gpucost_attribution_retrain_days: 0}")
+RETRAIN = (
+    "--vars",
+    "{gpucost_lookback_hours: 6, gpucost_attribution_retrain_days: 0, gpucost_attribution_retrain: true}",
+)
 
 
 @dataclass
@@ -156,6 +180,16 @@ def test_an_incremental_run_with_late_telemetry_equals_a_full_refresh(
 ):
     # the incremental build of late_telemetry against the full build of everything
     assert "incremental model intermediate.int_gpu_usage_hourly" in late_telemetry.second_stdout
+    # the incremental sequence trained twice (without day 3, then with it: on schedule, and on
+    # labels, as day 3's files changed the labels of some earlier workloads), the full build once:
+    # the current version is the same training, under the same id
+    assert current_version(late_telemetry.warehouse) == current_version(generated_warehouse.path)
+    with duckdb.connect(str(late_telemetry.warehouse), read_only=True) as con:
+        ((reasons,),) = con.sql(
+            "select list(retrain_reason order by version_sequence)"
+            " from intermediate.int_attribution_model_versions"
+        ).fetchall()
+    assert len(reasons) == 2 and reasons[0] == "first" and "schedule" in reasons[1]
     assert fingerprints(late_telemetry.warehouse, "intermediate") == fingerprints(
         generated_warehouse.path, "intermediate"
     )
@@ -195,7 +229,9 @@ def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(
     removed_kube = next((landing / "metrics" / "kube").glob("*/*/kube_node_status_capacity.json"))
     removed_kube.unlink()
 
-    second = run_dbt(landing, warehouse, tmp_path, "build", *LOOKBACK)
+    # features changed, labels did not: the version is kept unless retraining is asked (a fresh
+    # build trains on the new features); asked, the incremental build equals the fresh one
+    second = run_dbt(landing, warehouse, tmp_path, "build", *RETRAIN)
     assert second.returncode == 0, second.stdout[-4000:]
     after_dcgm, after_kube = loaded(warehouse, landing, "dcgm"), loaded(warehouse, landing, "kube")
     changed = {file for file in after_dcgm if after_dcgm[file] != first_dcgm.get(file)}
@@ -208,6 +244,7 @@ def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(
     fresh = tmp_path / "fresh.duckdb"
     # the incremental build above ran the data tests; the fresh one's tables must equal its tables
     assert run_dbt(landing, fresh, tmp_path, "build", *MODELS_ONLY).returncode == 0
+    assert current_version(warehouse) == current_version(fresh)
     assert fingerprints(warehouse, "intermediate") == fingerprints(fresh, "intermediate")
     assert fingerprints(warehouse) == fingerprints(fresh)
     assert fingerprints(fresh) != fingerprints(generated_warehouse.path)

@@ -20,6 +20,8 @@ from .conftest import PROJECT_DIR
 MODELS = PROJECT_DIR / "python_models"
 # dbt's own configs (applied by dbt, not read by the model)
 DBT_KEYS = {"materialized", "schema", "alias", "tags", "enabled", "database", "persist_docs"}
+# ... and the incremental materialisation's (int_attribution_model_versions, int_workload_attribution_scores)
+DBT_KEYS |= {"incremental_strategy", "unique_key", "on_schema_change", "merge_clauses"}
 
 
 def _yaml_configs() -> dict[str, dict]:

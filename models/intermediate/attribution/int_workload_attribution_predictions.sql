@@ -1,5 +1,6 @@
 -- The learned model's top-3 calibrated candidates for every workload without a declared owner (no valid
--- label, override or rule): the undeclared rows of int_workload_attribution_scores (one training per build).
+-- label, override or rule): the undeclared rows of int_workload_attribution_scores (each scored by the model
+-- version attribution_model_version names).
 with
 
 scores as (

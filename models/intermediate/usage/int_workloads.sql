@@ -44,6 +44,7 @@ decided as (
         predictions.predicted_team_id,
         predictions.team_confidence,
         predictions.declared_match,
+        predictions.attribution_model_version,
         not declared.is_attributed
         and (
             coalesce(predictions.declared_match = 'project', false)
@@ -117,6 +118,9 @@ owned as (
         end as double) as attribution_confidence,
         decided.model_confidence,
         case
+            when decided.is_model_owner or decided.is_team_owner then decided.attribution_model_version
+        end as attribution_model_version,
+        case
             when decided.is_attributed or decided.is_model_owner or decided.is_team_owner then null
             else {{ "'suspense_' || " if suspense_project else '' }}decided.unattributed_reason
         end as unattributed_reason,
@@ -150,6 +154,7 @@ final as (
         attribution_rule_id,
         attribution_confidence,
         model_confidence,
+        attribution_model_version,
         unattributed_reason,
         is_attributed
     from owned

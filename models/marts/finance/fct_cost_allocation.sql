@@ -25,6 +25,12 @@ classified as (
 
 ),
 
+workloads as (
+
+    select * from {{ ref('int_workloads') }}
+
+),
+
 shared as (
 
     select
@@ -101,6 +107,11 @@ final as (
         allocations.attribution_method,
         allocations.attribution_rule_id,
         cast(allocations.attribution_confidence as decimal(9, 6)) as attribution_confidence,
+        -- the model version whose score placed the row (the workload's); null for every other method
+        case
+            when allocations.attribution_method in ('model', 'model_team', 'cold_start', 'cold_start_team')
+                then workloads.attribution_model_version
+        end as attribution_model_version,
         allocations.unallocated_reason,
         cast(allocations.allocation_ratio as {{ money_type() }}) as allocation_ratio,
         cast(allocations.billed_cost as {{ money_type() }}) as billed_cost,
@@ -112,6 +123,7 @@ final as (
     from allocations
     inner join charges on allocations.charge_id = charges.charge_id
     inner join classified on allocations.charge_id = classified.charge_id
+    left join workloads on allocations.workload_id = workloads.workload_id
 
 )
 

@@ -29,6 +29,7 @@ from gpucost.commands.project import (
     resolve_path,
     run_dbt,
     warehouse_path,
+    with_retrain,
 )
 from gpucost.commands.report import chargeback_summary, read_summary_rows
 
@@ -104,6 +105,12 @@ def cmd_build(args: argparse.Namespace) -> int:
         )
         return 2
     dbt_args = [arg for arg in args.dbt_args if arg != "--"]
+    if args.retrain:
+        try:
+            dbt_args = with_retrain(dbt_args)
+        except ValueError as error:
+            print(f"gpucost: --retrain: {error}", file=sys.stderr)
+            return 2
     warehouse = warehouse_path(project_dir, args.warehouse)
     code = run_dbt(project_dir, landing, warehouse, dbt_args)
     if code == 0 and (not dbt_args or dbt_args[0] in ("build", "run")):
@@ -200,6 +207,11 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--landing", help="landing zone (default $GPUCOST_LANDING_DIR or landing)")
     build.add_argument(
         "--warehouse", help=f"DuckDB file (default $GPUCOST_WAREHOUSE or {DEFAULT_WAREHOUSE})"
+    )
+    build.add_argument(
+        "--retrain",
+        action="store_true",
+        help="train a new attribution model version (var gpucost_attribution_retrain: true)",
     )
     build.add_argument(
         "dbt_args", nargs=argparse.REMAINDER, help="dbt command and flags (default: build)"

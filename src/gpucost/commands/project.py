@@ -7,6 +7,7 @@ subcommand imports these from here (the CLI module imports the subcommands: no i
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -75,3 +76,32 @@ def run_dbt(project_dir: Path, landing: Path, warehouse: Path, dbt_args: list[st
     command += ["--profiles-dir", str(project_dir)]
     print("$ " + " ".join(command), flush=True)
     return subprocess.call(command, cwd=project_dir, env=dbt_env(landing, warehouse))
+
+
+RETRAIN_VAR = "gpucost_attribution_retrain"
+
+
+def with_retrain(dbt_args: list[str]) -> list[str]:
+    """``dbt_args`` (default ``build``) with var gpucost_attribution_retrain set to true: the build
+    trains a new attribution model version whatever changed. Merged into the ``--vars`` the
+    arguments already pass (YAML or JSON); raises ValueError (one line) when they cannot be read."""
+    import yaml
+
+    args = list(dbt_args or ["build"])
+    for i, arg in enumerate(args):
+        value = None
+        if arg == "--vars" and i + 1 < len(args):
+            value, span = args[i + 1], slice(i, i + 2)
+        elif arg.startswith("--vars="):
+            value, span = arg[len("--vars=") :], slice(i, i + 1)
+        if value is None:
+            continue
+        try:
+            given = yaml.safe_load(value) or {}
+        except yaml.YAMLError as error:
+            raise ValueError(f"--vars is not YAML: {str(error).splitlines()[0]}") from None
+        if not isinstance(given, dict):
+            raise ValueError(f"--vars must be a mapping, got {value!r}")
+        args[span] = ["--vars", json.dumps({**given, RETRAIN_VAR: True}, default=str)]
+        return args
+    return [*args, "--vars", json.dumps({RETRAIN_VAR: True})]

@@ -136,6 +136,40 @@ ATTRIBUTION_SCHEMA = pa.schema(
         ("declared_project_matched", pa.int64()),
         ("declared_team_precision", pa.float64()),
         ("declared_team_matched", pa.int64()),
+        # the model version that scored the row and, for a workload to attribute, the fingerprint
+        # of what its score depends on (gpucost.core.attribution.versions.feature_fingerprint)
+        ("attribution_model_version", pa.string()),
+        ("feature_fingerprint", pa.string()),
+    ]
+)
+
+# int_attribution_model_versions (gpucost.core.attribution.versions.version_row).
+VERSIONS_SCHEMA = pa.schema(
+    [
+        ("model_version", pa.string()),
+        ("version_sequence", pa.int64()),
+        ("retrain_reason", pa.string()),
+        ("label_fingerprint", pa.string()),
+        ("settings_fingerprint", pa.string()),
+        ("state_fingerprint", pa.string()),
+        ("generation", pa.int64()),
+        ("data_last_start_epoch", pa.float64()),
+        ("data_last_start_at", pa.timestamp("us")),
+        ("training_first_start_at", pa.timestamp("us")),
+        ("training_last_start_at", pa.timestamp("us")),
+        ("labelled_workloads", pa.int64()),
+        ("training_workloads", pa.int64()),
+        ("holdout_workloads", pa.int64()),
+        ("scored_workloads", pa.int64()),
+        ("model_calibration", pa.string()),
+        ("auto_threshold", pa.float64()),
+        ("team_auto_threshold", pa.float64()),
+        ("holdout_coverage", pa.float64()),
+        ("holdout_accuracy", pa.float64()),
+        ("holdout_accuracy_all", pa.float64()),
+        ("holdout_expected_calibration_error", pa.float64()),
+        ("model_state", pa.string()),
+        ("evaluation_rows", pa.string()),
     ]
 )
 

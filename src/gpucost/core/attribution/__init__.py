@@ -2,13 +2,16 @@
 
 Modules: :mod:`.features` (one feature dict per workload, history on both sides in time),
 :mod:`.model` (the regression and its second stage), :mod:`.calibration` (top-label Platt scaling,
-the threshold for a target accuracy), :mod:`.pipeline` (one training per build: :func:`attribute`,
-the rows of the dbt model), :mod:`.quality` (money-weighted coverage, accuracy, calibration error:
+the threshold for a target accuracy), :mod:`.pipeline` (one training: :func:`attribute`, the
+:class:`~.pipeline.Scorer` a model version stores, the rows of the dbt model), :mod:`.versions`
+(when a build retrains, the stored fitted state, what a build that does not retrain scores),
+:mod:`.quality` (money-weighted coverage, accuracy, calibration error:
 the one definition ``rpt_attribution_quality`` and ``gpucost benchmark-attribution`` both read).
 
 The warehouse resolves a workload's project from a valid label, a human override or a declarative
 rule first; what is left is predicted here from the workloads whose project is known (labels and
-overrides) in a trailing window, retrained on every build. Pure functions: no dbt, no database.
+overrides) in a trailing window, retrained when its labels, settings or schedule say so
+(:mod:`.versions`). Pure functions: no dbt, no database.
 
 Signals (the four families of the design brief), one feature dict per workload:
 
@@ -27,9 +30,9 @@ Signals (the four families of the design brief), one feature dict per workload:
   that later read this one's output;
 * user behaviour: the user's and the namespace's project mix so far.
 
-One training per build (:func:`attribute`): a regression fitted on the older labelled workloads,
-and a second stage over it (:class:`SharedLessons`: what a feature naming a project is worth,
-learnt once for every project, on the regression's out-of-fold probabilities); calibrated
+One training per model version (:func:`attribute`): a regression fitted on the older labelled
+workloads, and a second stage over it (:class:`SharedLessons`: what a feature naming a project is
+worth, learnt once for every project, on the regression's out-of-fold probabilities); calibrated
 (top-label Platt scaling shrunk toward the identity) on those out-of-fold predictions and the
 newest labelled workloads, measured on the newest; then the regression is continued on them.
 Labelled workloads are shown to the model as the targets look (user / team labels masked as often

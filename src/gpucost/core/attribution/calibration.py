@@ -77,6 +77,13 @@ class TopLabelCalibrator:
         self.a, self.b = (float(v) for v in result.x)
         self.cap = 1.0 - 0.5 / (len(z) + 1)
 
+    @classmethod
+    def of(cls, a: float, b: float, cap: float) -> TopLabelCalibrator:
+        """A fitted map from its parameters (a stored model version's)."""
+        cal = cls.__new__(cls)
+        cal.a, cal.b, cal.cap = float(a), float(b), float(cap)
+        return cal
+
     def predict(self, top: np.ndarray) -> np.ndarray:
         q = 1.0 / (1.0 + np.exp(-(self.a * _logit(top) + self.b)))
         return np.minimum(q, self.cap)

@@ -119,9 +119,13 @@ class AttributionModel:
     team_calibration_set: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(
         default=None, repr=False
     )
+    # a stored version's count of calibration workloads (its calibration set is not stored)
+    calibration_count: int | None = None
 
     @property
     def calibration_workloads(self) -> int:
+        if self.calibration_count is not None:
+            return self.calibration_count
         return 0 if self.calibration_set is None else len(self.calibration_set[0])
 
 

@@ -1,11 +1,13 @@
-"""One training per build (:func:`attribute`): trailing window, time-based hold-out, calibration,
-continued training, predictions for the undeclared workloads, and the rows of the dbt model."""
+"""One training (:func:`attribute`, when a model version is due): trailing window, time-based
+hold-out, calibration, continued training, predictions for the undeclared workloads, the
+:class:`Scorer` a version stores to score later builds' workloads, and the rows of the dbt
+models."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -70,6 +72,8 @@ class Attribution:
     suspected: list[tuple[Prediction, str]] = field(default_factory=list)
     # what the cold-start path measured on the labelled workloads (None: no org mapping given)
     cold_start: Precision | None = None
+    # what scoring a workload needs (the fitted state a model version stores)
+    scorer: Scorer | None = None
 
 
 def attribute(
@@ -121,26 +125,19 @@ def attribute(
     the training labels only), so a hold-out workload's own label cannot move its raw prediction;
     the hold-out reads what the targets read: every other workload's label, on both sides.
     """
-    records = sorted(records, key=lambda r: str(r["workload_id"]))
-    labels = {
-        str(r["workload_id"]): str(r["known_project_id"])
-        for r in records
-        if r.get("known_project_id")
-    }
-    # neighbours placed by a declarative rule are known too: history features may read them
-    # (never as training labels: a rule is a guess written by a person, not a tag)
-    rules = {
-        str(r["workload_id"]): str(r["rule_project_id"])
-        for r in records
-        if r.get("rule_project_id")
-    }
-    targets = [
-        r
-        for r in records
-        if str(r["workload_id"]) not in labels
-        and r.get("declared_attribution_method") in (None, "none")
-    ]
-    labelled = trailing_labelled(records, labels, training_days)
+    prepared = prepare(records, known_projects, training_days=training_days, seed=seed)
+    records, labels, rules, targets = (
+        prepared.records,
+        prepared.labels,
+        prepared.rules,
+        prepared.targets,
+    )
+    labelled, views, order, earlier = (
+        prepared.labelled,
+        prepared.views,
+        prepared.order,
+        prepared.earlier,
+    )
     n_test = math.ceil(len(labelled) * holdout_fraction)
     if 0 < n_test < len(labelled):
         cutoff = start_epoch(labelled[-n_test])
@@ -148,21 +145,15 @@ def attribute(
         test = [r for r in labelled if start_epoch(r) >= cutoff]
     else:
         train, test = labelled, []
-    labelled_ids = {str(r["workload_id"]) for r in labelled}
-    views = _views(records, known_projects, targets, labelled_ids, seed)
     target_ids = [str(r["workload_id"]) for r in targets]
     train_ids = [str(r["workload_id"]) for r in train]
     test_ids = [str(r["workload_id"]) for r in test]
-    order = start_order(views.writers)
-    known = {**rules, **labels}
-    earlier = earlier_features(order, known, views.readers)
-    later = later_features(order, known, views.readers)
     # what the checkpoint is fitted on reads no hold-out label: the training workloads' later side
     # reads the training labels only (their earlier side cannot reach the hold-out)
     fitted_later = later_features(
         order, {**rules, **{w: labels[w] for w in train_ids}}, views.readers
     )
-    shown = {w: {**f, **earlier[w], **later[w]} for w, f in views.static.items()}
+    shown = prepared.shown()
     measured = {
         **shown,
         **{w: {**views.static[w], **earlier[w], **fitted_later[w]} for w in train_ids},
@@ -181,9 +172,11 @@ def attribute(
         teams=teams,
     )
     if model is None:
-        return Attribution([Prediction(w, ()) for w in target_ids], [], None, explain_below)
-    filed = {str(r["workload_id"]): r.get("user_id") for r in views.writers}
-    support = support_classes(records, views.readers, filed, labels)
+        empty = Scorer(None, None, None, explain_below, None, teams, None, (None, None))
+        preds = [Prediction(w, ()) for w in target_ids]
+        return Attribution(preds, [], None, explain_below, scorer=empty)
+    filed = prepared.filed
+    support = prepared.support()
     # whole people and namespaces withheld (validation shaped like untagged work): each support
     # class without user history gets its own calibration map, from both hold-outs
     withheld = _withheld_holdout(
@@ -238,14 +231,18 @@ def attribute(
     continue_training(
         model, [shown[w] for w in labelled_order], [labels[w] for w in labelled_order]
     )
-    target_x = [shown[w] for w in target_ids]
-    target_classes = [support[w] for w in target_ids]
-    preds = predict(
+    scorer = Scorer(
         model,
-        target_x,
-        target_ids,
-        calibrators=maps[False].for_classes(target_classes) if maps[False] else None,
-        team_calibrators=maps[True].for_classes(target_classes) if maps[True] else None,
+        maps[False],
+        maps[True],
+        explain_below,
+        None,
+        teams,
+        None,
+        (target_accuracy, team_target_accuracy),
+    )
+    preds = scorer.model_predictions(
+        [shown[w] for w in target_ids], target_ids, [support[w] for w in target_ids]
     )
     money = [gpu_hours(r) for r in targets]
     threshold = (
@@ -262,24 +259,9 @@ def attribute(
         team_threshold = threshold_for_accuracy(
             [c for c, _ in below], [w for _, w in below], team_target_accuracy
         )
-    cold = None
-    if declared:
-        names = Declared.of(declared)
-        cold = validate(names, labelled, labels)
-        by_id = {str(r["workload_id"]): r for r in targets}
-        seen = set(model.classes)
-        preds = [
-            _cold_start(
-                p,
-                names.match(by_id[p.workload_id]),
-                cold,
-                placed=(threshold, team_threshold),
-                targets=(target_accuracy, team_target_accuracy),
-                team_of=names.team_of,
-                known=(seen, {(teams or names.team_of).get(c) for c in seen}),
-            )
-            for p in preds
-        ]
+    cold = validate(Declared.of(declared), labelled, labels) if declared else None
+    scorer = replace(scorer, auto_threshold=threshold, team_threshold=team_threshold, cold=cold)
+    preds = scorer.declared_predictions(preds, targets, declared)
     return Attribution(
         preds,
         holdout,
@@ -291,7 +273,148 @@ def attribute(
         support,
         suspected,
         cold,
+        scorer,
     )
+
+
+@dataclass
+class Prepared:
+    """The workloads as one build sees them, before any training: sorted records, the labels
+    (valid labels and overrides) and rule placements, the workloads to score (no label, no
+    declared owner), the labelled workloads of the training window (start order), the views and
+    both sides of the history features reading every known project."""
+
+    records: list[Mapping[str, Any]]
+    labels: dict[str, str]
+    rules: dict[str, str]
+    targets: list[Mapping[str, Any]]
+    labelled: list[Mapping[str, Any]]
+    views: _Views
+    order: list[Mapping[str, Any]]
+    earlier: dict[str, dict[str, float]]
+    later: dict[str, dict[str, float]]
+
+    @property
+    def filed(self) -> dict[str, str | None]:
+        return {str(r["workload_id"]): r.get("user_id") for r in self.views.writers}
+
+    def shown(self) -> dict[str, dict[str, float]]:
+        """Static and history features of the labelled workloads and the targets."""
+        return {w: {**f, **self.earlier[w], **self.later[w]} for w, f in self.views.static.items()}
+
+    def support(self) -> dict[str, str]:
+        return support_classes(self.records, self.views.readers, self.filed, self.labels)
+
+
+def prepare(
+    records: Sequence[Mapping[str, Any]],
+    known_projects: Sequence[str],
+    *,
+    training_days: float | None,
+    seed: int,
+) -> Prepared:
+    """What :func:`attribute` and a build that only scores (:class:`Scorer`) both read."""
+    records = sorted(records, key=lambda r: str(r["workload_id"]))
+    labels = {
+        str(r["workload_id"]): str(r["known_project_id"])
+        for r in records
+        if r.get("known_project_id")
+    }
+    # neighbours placed by a declarative rule are known too: history features may read them
+    # (never as training labels: a rule is a guess written by a person, not a tag)
+    rules = {
+        str(r["workload_id"]): str(r["rule_project_id"])
+        for r in records
+        if r.get("rule_project_id")
+    }
+    targets = [
+        r
+        for r in records
+        if str(r["workload_id"]) not in labels
+        and r.get("declared_attribution_method") in (None, "none")
+    ]
+    labelled = trailing_labelled(records, labels, training_days)
+    labelled_ids = {str(r["workload_id"]) for r in labelled}
+    views = _views(records, known_projects, targets, labelled_ids, seed)
+    order = start_order(views.writers)
+    known = {**rules, **labels}
+    earlier = earlier_features(order, known, views.readers)
+    later = later_features(order, known, views.readers)
+    return Prepared(records, labels, rules, targets, labelled, views, order, earlier, later)
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """Everything scoring a workload needs from one training (what a model version stores,
+    gpucost.core.attribution.versions): the model after continued training, the class calibration
+    maps (project, team), the thresholds it derived, the project -> team map, what the cold-start
+    path measured and the target accuracies it is held to."""
+
+    model: AttributionModel | None
+    maps: ClassCalibration | None
+    team_maps: ClassCalibration | None
+    auto_threshold: float
+    team_threshold: float | None
+    teams: Mapping[str, str] | None
+    cold: Precision | None
+    targets: tuple[float | None, float | None]
+
+    def model_predictions(
+        self,
+        features: Sequence[Mapping[str, float]],
+        workload_ids: Sequence[str],
+        classes: Sequence[str],
+    ) -> list[Prediction]:
+        """The model's top-3 of each workload, each through its support class's map."""
+        if self.model is None:
+            return [Prediction(w, ()) for w in workload_ids]
+        return predict(
+            self.model,
+            features,
+            workload_ids,
+            calibrators=self.maps.for_classes(classes) if self.maps else None,
+            team_calibrators=self.team_maps.for_classes(classes) if self.team_maps else None,
+        )
+
+    def declared_predictions(
+        self,
+        preds: Sequence[Prediction],
+        records: Sequence[Mapping[str, Any]],
+        declared: Sequence[Mapping[str, Any]] | None,
+    ) -> list[Prediction]:
+        """``preds`` with what the declared names place instead (:func:`_cold_start`), when the
+        org mapping is given and the model was trained."""
+        if not declared or self.cold is None or self.model is None:
+            return list(preds)
+        names = Declared.of(declared)
+        by_id = {str(r["workload_id"]): r for r in records}
+        seen = set(self.model.classes)
+        return [
+            _cold_start(
+                p,
+                names.match(by_id[p.workload_id]),
+                self.cold,
+                placed=(self.auto_threshold, self.team_threshold),
+                targets=self.targets,
+                team_of=names.team_of,
+                known=(seen, {(self.teams or names.team_of).get(c) for c in seen}),
+            )
+            for p in preds
+        ]
+
+    def score(
+        self,
+        features: Sequence[Mapping[str, float]],
+        records: Sequence[Mapping[str, Any]],
+        classes: Sequence[str],
+        declared: Sequence[Mapping[str, Any]] | None,
+    ) -> list[Prediction]:
+        """Predictions of ``records`` (with their ``features`` and support ``classes``): what
+        :func:`attribute` gives the workloads it scores, from this version's fitted state."""
+        ids = [str(r["workload_id"]) for r in records]
+        return self.declared_predictions(
+            self.model_predictions(features, ids, classes), records, declared
+        )
 
 
 def _cold_start(

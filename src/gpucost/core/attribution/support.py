@@ -127,6 +127,13 @@ class ClassCalibration:
             own = evaluated.of({name})
             self.maps[name] = TopLabelCalibrator(*own) if len(own[0]) >= CAL_MIN else shared
 
+    @classmethod
+    def of(cls, maps: dict[str, TopLabelCalibrator | None]) -> ClassCalibration:
+        """Fitted maps from their parameters (a stored model version's)."""
+        out = cls.__new__(cls)
+        out.maps = dict(maps)
+        return out
+
     def for_classes(self, classes: Sequence[str]) -> list[TopLabelCalibrator | None]:
         return [self.maps.get(c) for c in classes]
 
