@@ -374,7 +374,8 @@ def test_the_workload_mart_adds_up_to_the_allocation(generated_warehouse):
 def model_placed_warehouse(generated_warehouse) -> Path:
     """The generated month with the model placing money: the 3-day month has too few labelled
     workloads for the default target accuracy, so its attribution is rebuilt on a copy with a low
-    fixed threshold (as test_attribution_warehouse does), and everything downstream of it."""
+    fixed threshold (as test_attribution_warehouse does), and everything downstream of it: from the
+    model versions, as the thresholds are a version's (the changed vars retrain it: 'settings')."""
     copy = generated_warehouse.copy("statements_model_placed")
     work = generated_warehouse.work / "statements_model_placed"
     work.mkdir(exist_ok=True)
@@ -384,7 +385,7 @@ def model_placed_warehouse(generated_warehouse) -> Path:
         work,
         "run",
         "--select",
-        "int_workload_attribution_scores+",
+        "int_attribution_model_versions+",
         "--vars",
         "{gpucost_attribution_auto_threshold: 0.3, gpucost_attribution_target_accuracy: null}",
     )
