@@ -46,6 +46,10 @@ if getattr(_main, "__spec__", None) is None and not hasattr(_main, "__file__"):
 # builds on two threads (conftest's generated_warehouse), so the multi-threaded path stays tested.
 if "PYTEST_XDIST_WORKER" in os.environ:
     os.environ.setdefault("GPUCOST_THREADS", "1")
+    # and DuckDB runs each query on one thread (gpucost.engines.duckdb_plugin): the generated month's
+    # build took 25.3-26.8 s of CPU on DuckDB's default (one thread per core) and 23.8-24.2 s on one
+    # (measured 2026-11-26, machine idle; two workers on two cores oversubscribe them more)
+    os.environ.setdefault("GPUCOST_DUCKDB_THREADS", "1")
 
 # Tests add up DECIMAL(38, 18) amounts with Python's Decimal: give it the 38+ digits they need
 # (the default context keeps 28 and would round the test's own sums, not the code under test).
@@ -72,15 +76,15 @@ def generated_month(tmp_path_factory) -> tuple[Path, dict]:
 def generated_warehouse(generated_month, tmp_path_factory) -> Warehouse:
     landing, _ = generated_month
     # the one build that runs dbt's unit tests under the default vars (landing_zones.run_dbt), on two
-    # dbt threads (the default; every other test build uses one: see GPUCOST_THREADS above)
-    threads = os.environ.pop("GPUCOST_THREADS", None)
+    # dbt threads and DuckDB's own default (every other test build uses one of each: see above)
+    threads = ("GPUCOST_THREADS", "GPUCOST_DUCKDB_THREADS")
+    saved = {name: os.environ.pop(name, None) for name in threads}
     try:
         return shared_build(
             tmp_path_factory, "generated_warehouse", lambda _: landing, unit_tests=True
         )
     finally:
-        if threads is not None:
-            os.environ["GPUCOST_THREADS"] = threads
+        os.environ.update({name: value for name, value in saved.items() if value is not None})
 
 
 @shared_fixture

@@ -242,3 +242,25 @@ def test_attribution_trains_and_scores_the_same_from_a_spark_dataframe(spark):
     table = table_of(attribution_rows(on_spark), ATTRIBUTION_SCHEMA)
     back = rows_of(spark.createDataFrame(table))
     assert back == table.to_pylist() and len(back) > len(on_spark.predictions)
+
+
+def test_duckdb_threads_follow_the_setting_and_refuse_a_bad_one(monkeypatch):
+    """GPUCOST_DUCKDB_THREADS caps DuckDB's threads on the dbt connection (the plugin); unset, DuckDB
+    keeps its own default; anything but a positive whole number is refused in one line."""
+    from gpucost.engines.duckdb_plugin import Plugin, duckdb_threads
+
+    plugin = Plugin.__new__(Plugin)  # configure_connection reads no plugin state
+    for value, expected in (("3", 3), (None, None)):
+        if value is None:
+            monkeypatch.delenv("GPUCOST_DUCKDB_THREADS", raising=False)
+        else:
+            monkeypatch.setenv("GPUCOST_DUCKDB_THREADS", value)
+        with duckdb.connect() as con:
+            default = con.sql("select current_setting('threads')").fetchall()[0][0]
+            plugin.configure_connection(con)
+            got = con.sql("select current_setting('threads')").fetchall()[0][0]
+        assert got == (default if expected is None else expected)
+    assert duckdb_threads(" 2 ") == 2 and duckdb_threads("") is None
+    for bad in ("0", "-1", "two", "1; drop table x"):
+        with pytest.raises(ValueError, match="GPUCOST_DUCKDB_THREADS must be a whole number"):
+            duckdb_threads(bad)

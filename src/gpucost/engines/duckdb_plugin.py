@@ -9,6 +9,9 @@ VARCHAR``: an
   symlink (or under one) whose target is outside the landing zone
   (gpucost.validation.landing_links).
 
+``GPUCOST_DUCKDB_THREADS`` (a whole number; unset by default: DuckDB's own, a thread per core) caps
+the threads DuckDB runs each query on; the tests set 1, as two pytest workers share two cores.
+
 It also imports Polars, the allocation core's engine under dbt-duckdb (gpucost.engines.lazy_io),
 once on the main thread: dbt runs Python models on several threads, and scikit-learn reads
 ``sys.modules["polars"]``, so a first import on one thread raced the attribution model on another
@@ -16,6 +19,8 @@ once on the main thread: dbt runs Python models on several threads, and scikit-l
 """
 
 from __future__ import annotations
+
+import os
 
 import polars  # noqa: F401 (imported once, on the main thread: see above)
 from dbt.adapters.duckdb.plugins import BasePlugin
@@ -26,8 +31,21 @@ from gpucost.engines.prom_text import gunzip_text, prometheus_text_response
 from gpucost.validation.landing_links import is_outside_landing
 
 
+def duckdb_threads(value: str | None) -> int | None:
+    """GPUCOST_DUCKDB_THREADS as a number of threads, None when unset; a clear error otherwise."""
+    if value is None or not value.strip():
+        return None
+    if not value.strip().isdigit() or int(value) < 1:
+        message = f"GPUCOST_DUCKDB_THREADS must be a whole number of at least 1, not {value!r}"
+        raise ValueError(message)
+    return int(value)
+
+
 class Plugin(BasePlugin):
     def configure_connection(self, conn: DuckDBPyConnection) -> None:
+        threads = duckdb_threads(os.environ.get("GPUCOST_DUCKDB_THREADS"))
+        if threads is not None:
+            conn.execute(f"set threads = {threads}")
         conn.create_function(
             "gpucost_prometheus_text",
             prometheus_text_response,
