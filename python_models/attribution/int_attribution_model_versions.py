@@ -17,17 +17,13 @@ from gpucost.core.attribution.versions import (
     settings_fingerprint,
     version_row,
 )
-from gpucost.engines.arrow_io import VERSIONS_SCHEMA, config_text, rows_of, table_of
-
-
-def _number(value: object) -> float | None:
-    """A config value rendered from a var: a number, or None when the var is unset."""
-    text = config_text(value)
-    return None if text is None else float(text)
-
-
-def _or(value: float | None, default: float) -> float:
-    return default if value is None else value
+from gpucost.engines.arrow_io import (
+    VERSIONS_SCHEMA,
+    config_number,
+    config_text,
+    rows_of,
+    table_of,
+)
 
 
 def model(dbt, session):
@@ -44,13 +40,13 @@ def model(dbt, session):
     retrain = dbt.config.get("retrain")
     retrain_days = dbt.config.get("retrain_days")
     settings = {
-        "training_days": _number(training_days) or None,
-        "holdout_fraction": _or(_number(holdout_fraction), 0.2),
-        "seed": int(_or(_number(seed), 0)),
-        "explain_below": _or(_number(auto_threshold), 0.9),
-        "target_accuracy": _number(target_accuracy),
-        "team_target_accuracy": _number(team_target_accuracy),
-        "mislabel_confidence": _number(mislabel_confidence),
+        "training_days": config_number(training_days) or None,
+        "holdout_fraction": config_number(holdout_fraction, 0.2),
+        "seed": int(config_number(seed, 0)),
+        "explain_below": config_number(auto_threshold, 0.9),
+        "target_accuracy": config_number(target_accuracy),
+        "team_target_accuracy": config_number(team_target_accuracy),
+        "mislabel_confidence": config_number(mislabel_confidence),
     }
     records = rows_of(dbt.ref("int_workload_features"))
     mapping = rows_of(dbt.ref("stg_reference__org_mapping"))
@@ -71,7 +67,7 @@ def model(dbt, session):
         labels=label_fingerprint(records, current["data_last_start_epoch"] if current else None),
         settings=settings_fp,
         horizon=horizon,
-        retrain_days=_number(retrain_days),
+        retrain_days=config_number(retrain_days),
         forced=(config_text(retrain) or "false").lower() == "true",
     )
     if reason is None:

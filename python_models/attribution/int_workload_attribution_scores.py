@@ -14,13 +14,7 @@ import json
 from gpucost.core.attribution import known_projects, prediction_rows
 from gpucost.core.attribution.pipeline import prepare
 from gpucost.core.attribution.versions import decode_state, feature_fingerprint, to_score
-from gpucost.engines.arrow_io import ATTRIBUTION_SCHEMA, config_text, rows_of, table_of
-
-
-def _number(value: object) -> float | None:
-    """A config value rendered from a var: a number, or None when the var is unset."""
-    text = config_text(value)
-    return None if text is None else float(text)
+from gpucost.engines.arrow_io import ATTRIBUTION_SCHEMA, config_number, rows_of, table_of
 
 
 def model(dbt, session):
@@ -43,8 +37,8 @@ def model(dbt, session):
     prepared = prepare(
         records,
         known_projects(records, mapping),
-        training_days=_number(training_days) or None,
-        seed=int(_number(seed) or 0),
+        training_days=config_number(training_days) or None,
+        seed=int(config_number(seed, 0)),
     )
     shown, support = prepared.shown(), prepared.support()
     by_id = {str(r["workload_id"]): r for r in prepared.targets}

@@ -201,6 +201,13 @@ def config_text(value: Any) -> str | None:
     return None if text in ("", "None", "none", "null") else text
 
 
+def config_number(value: Any, default: float | None = None) -> float | None:
+    """A dbt Python model's config value rendered from a var, as a number: ``default`` when the
+    var is unset (:func:`config_text`)."""
+    text = config_text(value)
+    return default if text is None else float(text)
+
+
 def rows_of(relation_or_table: Any) -> list[dict[str, Any]]:
     """Rows of an Arrow table, or of anything with ``.arrow()`` / ``.to_arrow_table()`` /
     ``.toArrow()``.
