@@ -143,6 +143,13 @@ def dbt_invocation(
     under the project's vars, whatever the landing zone."""
     from gpucost.commands.cli import dbt_env
 
+    if Path(warehouse).name != WAREHOUSE_NAME:
+        # dbt's profile names the warehouse by its file name, and the partial parse is reused only
+        # under the same profile: another name would parse the whole project again (about 5 s of CPU)
+        raise ValueError(
+            f"name the warehouse {WAREHOUSE_NAME} in a folder of its own, not {Path(warehouse).name}"
+            " (PARSE_TEMPLATE)"
+        )
     warehouse = Path(warehouse).resolve()
     warehouse.parent.mkdir(parents=True, exist_ok=True)
     target = work / "target"

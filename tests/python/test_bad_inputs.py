@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.python.landing_zones import (
+    WAREHOUSE_NAME,
     Warehouse,
     copy_landing,
     run_dbt,
@@ -90,7 +91,7 @@ def landing_copy(tiny_month: Path, tmp_path: Path) -> Path:
 
 def build(landing: Path, work: Path, *extra: str):
     work.mkdir(parents=True, exist_ok=True)
-    warehouse = Warehouse(landing=landing, path=work / "w.duckdb", work=work)
+    warehouse = Warehouse(landing=landing, path=work / WAREHOUSE_NAME, work=work)
     return warehouse, run_dbt(landing, warehouse.path, work, "build", *extra)
 
 

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.python.landing_zones import (
+    WAREHOUSE_NAME,
     Warehouse,
     copy_landing,
     run_dbt,
@@ -265,7 +266,7 @@ def deliveries(tmp_path_factory) -> tuple[Warehouse, str]:
 
     work = root / "work"
     work.mkdir()
-    warehouse = Warehouse(landing=landing, path=work / "w.duckdb", work=work)
+    warehouse = Warehouse(landing=landing, path=work / WAREHOUSE_NAME, work=work)
     result = run_dbt(
         landing, warehouse.path, work, "build", "--vars", "{gpucost_default_billing_currency: USD}"
     )

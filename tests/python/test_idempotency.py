@@ -65,15 +65,16 @@ def test_landing_every_file_twice_changes_no_mart(generated_warehouse, tmp_path)
     shutil.copytree(generated_warehouse.landing, landing)
     for path in sorted(p for p in landing.rglob("*") if p.is_file() and "reference" not in p.parts):
         shutil.copyfile(path, path.with_name("again_" + path.name))
-    result = run_dbt(landing, tmp_path / "twice.duckdb", tmp_path, "build")
+    warehouse = tmp_path / "twice" / WAREHOUSE_NAME
+    result = run_dbt(landing, warehouse, tmp_path, "build")
     assert result.returncode == 0, result.stdout[-4000:]
-    twice, once = fingerprints(tmp_path / "twice.duckdb"), fingerprints(generated_warehouse.path)
+    twice, once = fingerprints(warehouse), fingerprints(generated_warehouse.path)
     # the copies of the bill rows are counted once and listed as duplicates: rpt_quarantine gains one
     # duplicate_of row per copied line, rpt_reconciliation counts them; every other mart is unchanged
     for listing in ("rpt_quarantine", "rpt_reconciliation"):
         twice.pop(listing), once.pop(listing)
     assert twice == once
-    with duckdb.connect(str(tmp_path / "twice.duckdb"), read_only=True) as con:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
         con.execute(f"attach '{generated_warehouse.path}' as once (read_only)")
         columns = "* exclude (duplicate_line_count, duplicated_billed_cost)"
         for left, right in (("marts", "once.marts"), ("once.marts", "marts")):
@@ -163,7 +164,7 @@ def late_telemetry(generated_warehouse, tmp_path_factory) -> LateTelemetry:
     for folder in sorted((landing / "metrics").glob(f"*/*/{days[-1]}")):
         late_files |= {f.relative_to(landing).as_posix() for f in folder.rglob("*") if f.is_file()}
         shutil.move(folder, late / folder.relative_to(landing))
-    warehouse = root / "incremental.duckdb"
+    warehouse = root / "incremental" / WAREHOUSE_NAME
     # the tables of both builds are compared with the session's full build (MODELS_ONLY)
     first = run_dbt(landing, warehouse, root, "build", *LOOKBACK, *MODELS_ONLY)
     assert first.returncode == 0, first.stdout[-4000:]
@@ -205,7 +206,8 @@ def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(
     # tombstone row and their hours are recomputed too. The result equals a fresh build of what is
     # landed then.
     landing = late_telemetry.landing
-    warehouse = tmp_path / "incremental.duckdb"
+    warehouse = tmp_path / "incremental" / WAREHOUSE_NAME
+    warehouse.parent.mkdir()
     shutil.copyfile(late_telemetry.warehouse, warehouse)
     first_dcgm, first_kube = loaded(warehouse, landing, "dcgm"), loaded(warehouse, landing, "kube")
     for kind, files in (("dcgm", first_dcgm), ("kube", first_kube)):
@@ -241,7 +243,7 @@ def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(
     assert set(first_kube) - set(after_kube) == {removed_kube.relative_to(landing).as_posix()}
     assert after_kube == {file: first_kube[file] for file in after_kube}
 
-    fresh = tmp_path / "fresh.duckdb"
+    fresh = tmp_path / "fresh" / WAREHOUSE_NAME
     # the incremental build above ran the data tests; the fresh one's tables must equal its tables
     assert run_dbt(landing, fresh, tmp_path, "build", *MODELS_ONLY).returncode == 0
     assert current_version(warehouse) == current_version(fresh)
