@@ -115,6 +115,33 @@ PARSE_TEMPLATE: Path | None = None
 WAREHOUSE_NAME = "gpucost.duckdb"
 
 
+def vars_template(args: tuple[str, ...] | list[str]) -> Path | None:
+    """Where the partial parse of a dbt command under ``--vars`` is kept for the session's next
+    command under the same vars (None without ``--vars`` or before PARSE_TEMPLATE is made): dbt ties
+    a partial parse to the command line's vars and parses the whole project again under others, so
+    the first build under some vars (the native bills' currency, the idempotency suite's lookback)
+    leaves its parse here for the next one, which then reparses only what its landing zone changes."""
+    import hashlib
+
+    given = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--vars"]
+    if not given or PARSE_TEMPLATE is None:
+        return None
+    digest = hashlib.sha256("\0".join(given).encode()).hexdigest()[:16]
+    return PARSE_TEMPLATE.parent.parent / "vars" / f"{digest}.msgpack"
+
+
+def keep_vars_template(args: tuple[str, ...] | list[str], target: Path) -> None:
+    """After a dbt command: its partial parse becomes its vars' template, unless one exists (written
+    under another name, then renamed: the other worker reads whole files only)."""
+    template, parsed = vars_template(args), target / "partial_parse.msgpack"
+    if template is None or template.exists() or not parsed.exists():
+        return
+    template.parent.mkdir(parents=True, exist_ok=True)
+    partial = template.with_name(f"{template.name}.{os.getpid()}")
+    shutil.copyfile(parsed, partial)
+    os.replace(partial, template)
+
+
 def parse_template(folder: Path) -> Path:
     """``dbt parse`` of this project into ``folder``; returns its partial-parse file."""
     result = run_dbt(folder / "landing", folder / WAREHOUSE_NAME, folder, "parse")
@@ -155,7 +182,9 @@ def dbt_invocation(
     target = work / "target"
     if PARSE_TEMPLATE is not None and not (target / "partial_parse.msgpack").exists():
         target.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(PARSE_TEMPLATE, target / "partial_parse.msgpack")
+        under_vars = vars_template(args)
+        template = under_vars if under_vars is not None and under_vars.exists() else PARSE_TEMPLATE
+        shutil.copyfile(template, target / "partial_parse.msgpack")
     dbt_args = list(args)
     if args[:1] == ("build",) and not unit_tests:
         dbt_args += NO_UNIT_TESTS
@@ -177,7 +206,7 @@ def run_dbt(
 
     run = dbt_invocation(landing, warehouse, work, *args, unit_tests=unit_tests)
     if os.environ.get("GPUCOST_TEST_DBT") == "subprocess":
-        return subprocess.run(
+        result = subprocess.run(
             [dbt_executable(), *run.args],
             cwd=run.cwd,
             env=run.env,
@@ -185,7 +214,10 @@ def run_dbt(
             text=True,
             check=False,
         )
-    return in_process_dbt(run.args, cwd=run.cwd, env=run.env)
+    else:
+        result = in_process_dbt(run.args, cwd=run.cwd, env=run.env)
+    keep_vars_template(args, work / "target")
+    return result
 
 
 _IN_PROCESS_DBT = threading.Lock()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import PROJECT_DIR, run_dbt
+from .conftest import PROJECT_DIR
 
 SCRIPTS = PROJECT_DIR / "scripts"
 
@@ -34,26 +34,30 @@ architecture = _load("architecture")
 
 @pytest.fixture(scope="module")
 def demo_build(tmp_path_factory) -> tuple[Path, Path]:
-    """The demo month, generated and built (models only: the other suites run the data tests).
+    """The demo month through `gpucost demo`, the command the README's first command runs (generate,
+    dbt build, publish, summary), models only (dbt's DBT_EXCLUDE_RESOURCE_TYPES: the other suites
+    run the data and unit tests), dbt's target and logs in this test's folder.
 
     Returns the warehouse file and dbt's target folder (with manifest.json)."""
+    import contextlib
+    import io
+
     from gpucost.commands.cli import main
 
     work = tmp_path_factory.mktemp("demo_month")
     landing, warehouse = work / "landing", work / "gpucost.duckdb"
-    assert main(["generate", *figures.demo_arguments(), "--out", str(landing)]) == 0
-    result = run_dbt(
-        landing,
-        warehouse,
-        work,
-        "build",
-        "--exclude-resource-type",
-        "test",
-        "--exclude-resource-type",
-        "unit_test",
-        "--write-json",
-    )
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    printed = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
+        patch.setenv("DBT_EXCLUDE_RESOURCE_TYPES", "unit_test test")
+        patch.setenv("DBT_TARGET_PATH", str(work / "target"))
+        patch.setenv("DBT_LOG_PATH", str(work / "logs"))
+        patch.setenv("DBT_LOG_LEVEL_FILE", "none")
+        patch.setenv("GPUCOST_PROJECT_DIR", str(PROJECT_DIR))
+        arguments = [*figures.demo_arguments(), "--out", str(landing)]
+        code = main(["demo", *arguments, "--warehouse", str(warehouse)])
+    assert code == 0, printed.getvalue()[-6000:]
+    assert "RECONCILED to the cent" in printed.getvalue()
+    assert (work / "parquet").is_dir()  # published for BI readers, beside the warehouse
     return warehouse, work / "target"
 
 

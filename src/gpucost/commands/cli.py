@@ -225,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="generate the sample month, build, print the summary")
     _add_generate_options(demo)
     demo.add_argument("--warehouse", help=f"DuckDB file (default {DEFAULT_WAREHOUSE})")
-    demo.set_defaults(func=cmd_demo, landing=None)
+    # gpucost demo builds as `gpucost build` does (cmd_build): that command's option defaults too
+    demo.set_defaults(func=cmd_demo, landing=None, retrain=False)
     _add_plugins(sub)
     return parser
 
