@@ -191,7 +191,7 @@ def _add_generate_options(parser: argparse.ArgumentParser) -> None:
         choices=["raw", "hourly"],
         default="raw",
         help="telemetry as raw samples (default), or the hourly files `gpucost collect "
-        "--resolution hourly` would land from them (50x smaller)",
+        "--resolution hourly` would land from them (one sample per series and hour)",
     )
     parser.add_argument("--force", action="store_true", help="replace a non-empty landing zone")
     parser.add_argument(

@@ -4,6 +4,9 @@ Everything is derived from ``random.Random`` instances seeded from ``seed`` (str
 hashed with SHA-512 by the stdlib, so they do not depend on ``PYTHONHASHSEED``); no wall-clock
 time, no set iteration order.  Same MonthConfig -> byte-identical files.
 
+``MonthConfig.resolution`` ``hourly`` writes the telemetry as the collector's hourly files instead
+(gpucost.synth.hourly); the rest is the same.
+
 Layout written below ``out_dir``::
 
     billing/focus/<YYYY-MM>/focus_export_<billing account id>.csv   FOCUS 1.2 CSV export
