@@ -24,12 +24,12 @@ Two resolutions:
 * ``hourly``: one sample per series and hour, stamped at the hour's start and computed by PromQL
   over that hour ``[H, H+1h)`` (``hourly_queries``, the one definition, from the rule per metric
   of ``gpucost.synth.hourly.hourly_rule``, which the generator's hourly mode evaluates too): the
-  DCGM fields' ``avg_over_time``; ``gpucost_dcgm_sample_seconds_1h``, the seconds each DCGM series was scraped
-  (``count_over_time`` x scrape interval), which the warehouse reads as the hour's GPU time; the
-  requests' mean over the whole hour (``sum_over_time`` x scrape interval / 3600: a pod there half
-  the hour asking for 8 GPUs reads 4); ``max_over_time`` of the other kube-state-metrics series
-  (presence, capacity, start and completion times). 50x fewer samples than one-minute raw ones
-  (docs/collecting.md). A landing zone holds one resolution.
+  DCGM fields' ``avg_over_time``; ``gpucost_dcgm_sample_seconds_1h``, the seconds each DCGM
+  series was scraped (``count_over_time`` x scrape interval), which the warehouse reads as the
+  hour's GPU time; the requests' mean over the whole hour (``sum_over_time`` x scrape interval /
+  3600: a pod there half the hour asking for 8 GPUs reads 4); ``max_over_time`` of the other
+  kube-state-metrics series (presence, capacity, start and completion times). 50x fewer samples
+  than one-minute raw ones (docs/collecting.md). A landing zone holds one resolution.
 
 A group's day is complete when every cluster folder of it holds all the group's files, written after
 the day ended (plus 10 minutes): the next run skips it (``--force`` collects it again); no state is
