@@ -90,9 +90,10 @@ def matrix_document(series: Iterable[dict]) -> dict[str, Any]:
     }
 
 
-def _samples(fragments: list[str]) -> list[tuple[int, float]]:
-    text = ",".join(f for f in fragments if f)
-    return [(int(t), float(v)) for t, v in json.loads(f"[{text}]")] if text else []
+def _samples(fragments: list[str]) -> list[list]:
+    # [[t, "v"], ...]: the generator writes whole-second times, read back as ints
+    text = ",".join([f for f in fragments if f])
+    return json.loads(f"[{text}]") if text else []
 
 
 def _hours(
@@ -101,16 +102,28 @@ def _hours(
     # a metric's series of one cluster-day by their labels (without __name__, with the folder's
     # cluster as the backfill gives it, empty values dropped as Prometheus drops them), each
     # with its samples by hour (time order); series of the same labels are one, as in Prometheus
-    merged: dict[tuple, tuple[dict[str, str], list[tuple[int, float]]]] = {}
+    merged: dict[tuple, tuple[dict[str, str], list[list]]] = {}
     for labels, fragments in series:
         kept = {"cluster": cluster, **{k: v for k, v in labels.items() if k != "__name__" and v}}
         out = dict(sorted(kept.items()))
-        merged.setdefault(series_key(out), (out, []))[1].extend(_samples(fragments))
+        entry = merged.get(key := series_key(out))
+        if entry is None:
+            merged[key] = (out, _samples(fragments))
+        else:  # the same labels twice: one series, in time order
+            entry[1].extend(_samples(fragments))
+            entry[1].sort(key=lambda sample: sample[0])
     result = {}
     for key, (labels, samples) in merged.items():
         hours: dict[int, list[float]] = {}
-        for t, v in sorted(samples, key=lambda s: s[0]):
-            hours.setdefault(t - t % HOUR, []).append(v)
+        current, values, last = -1, [], -1
+        for t, v in samples:
+            if t < last:
+                raise ValueError(f"samples out of time order in {labels}")
+            last = t
+            if t - t % HOUR != current:
+                current = t - t % HOUR
+                values = hours.setdefault(current, [])
+            values.append(float(v))
         if hours:
             result[key] = (labels, hours)
     return result
