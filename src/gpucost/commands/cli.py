@@ -88,7 +88,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print(
         f"Wrote {summary['files']} files: {summary['bill_lines']} bill lines "
         f"(billed {summary['billed_total']:.2f} USD), {summary['pods']} pods "
-        f"({summary['untagged_pods']} without a project label), {summary['samples']} DCGM samples "
+        f"({summary['untagged_pods']} without a project label), {summary['samples']} DCGM samples"
+        f"{' (landed as hourly aggregates)' if summary['resolution'] == 'hourly' else ''} "
         f"in {time.monotonic() - started:.1f}s",
         flush=True,
     )
