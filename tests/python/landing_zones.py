@@ -355,13 +355,15 @@ def copy_landing(source: Path, target: Path) -> Path:
     return target
 
 
-def generated_month(landing: Path) -> dict:
-    """The session's generated month: 4 nodes, 3 days at 10-minute steps, 2 clusters."""
+def generated_month(landing: Path, resolution: str = "raw") -> dict:
+    """The session's generated month: 4 nodes, 3 days at 10-minute steps, 2 clusters (its hourly
+    landing zone with ``resolution="hourly"``)."""
     from gpucost.synth import MonthConfig, generate_month
 
-    return generate_month(
-        landing, MonthConfig(seed=7, nodes=4, days=3, step_seconds=600, clusters=2)
+    config = MonthConfig(
+        seed=7, nodes=4, days=3, step_seconds=600, clusters=2, resolution=resolution
     )
+    return generate_month(landing, config)
 
 
 def small_month(landing: Path, *, slurm: bool = True) -> None:

@@ -45,6 +45,7 @@ def test_benchmark_row_measures(tiny_run):
     _, _, rows, _, _ = tiny_run
     row = rows[0]
     assert (row["nodes"], row["days"], row["step_seconds"]) == ("2", "2", "900")
+    assert row["resolution"] == "raw"
     for column in ("generate_s", "floor_s", "full_build_s", "incremental_s"):
         assert float(row[column]) > 0, column
     for column in ("full_peak_rss_mb", "incremental_peak_rss_mb"):
@@ -140,3 +141,52 @@ def test_a_failed_build_exits_one_and_keeps_the_scratch(tmp_path, monkeypatch, c
     assert (scratch / "n2_s900_d2" / "full_build.log").is_file()
     assert (scratch / "n2_s900_d2" / "landing" / "metrics").is_dir()
     assert not (tmp_path / "out" / "benchmark.csv").exists()
+
+
+def test_growth_compares_tiers_of_the_same_resolution_only():
+    def row(nodes, resolution, samples, full):
+        return {
+            "nodes": nodes, "days": 30, "step_seconds": 60, "resolution": resolution,
+            "landing_mb": 1.0, "dcgm_samples": samples, "generate_s": 1.0, "floor_s": 1.0,
+            "full_build_s": full, "incremental_s": full / 10, "full_peak_rss_mb": 100.0,
+            "incremental_peak_rss_mb": 100.0,
+        }  # fmt: skip
+
+    rows = [
+        row(16, "raw", 1000, 4.0),
+        row(128, "hourly", 160, 6.0),
+        row(1000, "hourly", 1280, 30.0),
+    ]
+    benchmark.add_ratios(rows)
+    raw, hourly_small, hourly_big = rows
+    assert raw["growth_data_ratio"] is None and hourly_small["growth_data_ratio"] is None
+    assert hourly_big["growth_data_ratio"] == 8.0 and hourly_big["growth_time_ratio"] == 5.0
+    table = benchmark.format_table(rows).splitlines()
+    assert table[0].split()[:3] == ["nodes", "step", "res"]
+    assert [line.split()[2] for line in table[1:]] == ["raw", "hourly", "hourly"]
+
+
+def test_benchmark_resolution_reaches_the_generator_and_the_csv(tmp_path, monkeypatch):
+    tiers = []
+
+    def fake_tier(project_dir, scratch, nodes, days, step, seed, machine, clusters, resolution):
+        tiers.append((nodes, resolution))
+        (scratch / benchmark.tier_folder(nodes, step, days, resolution)).mkdir()
+        return {
+            "nodes": nodes, "days": days, "step_seconds": step, "resolution": resolution,
+            "generate_s": 1.0, "landing_mb": 1.0, "dcgm_samples": 10 * nodes, "floor_s": 1.0,
+            "full_build_s": 2.0, "incremental_s": 1.0, "full_peak_rss_mb": 100.0,
+            "incremental_peak_rss_mb": 100.0, **machine,
+        }  # fmt: skip
+
+    monkeypatch.setattr(benchmark, "benchmark_tier", fake_tier)
+    scratch, out = tmp_path / "scratch", tmp_path / "out"
+    args = ["benchmark", "--tiers", "4,2", "--days", "2", "--resolution", "hourly"]
+    assert main([*args, "--out", str(out), "--scratch", str(scratch)]) == 0
+    assert tiers == [(4, "hourly"), (2, "hourly")]
+    assert benchmark.tier_folder(2, 60, 2, "hourly") == "n2_s60_d2_hourly"
+    assert not any(scratch.iterdir())  # each tier's folder deleted without --keep
+    with (out / "benchmark.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["nodes"], r["resolution"]) for r in rows] == [("2", "hourly"), ("4", "hourly")]
+    assert rows[1]["growth_data_ratio"] == "2.000000"

@@ -253,6 +253,48 @@ def test_collected_hourly_reconciles_every_bill_line(
         assert abs(hourly_teams[team] - amount) <= abs(amount) * Decimal("0.01"), team
 
 
+def _landed(path: Path) -> dict[tuple, list[tuple[int, float]]]:
+    result = json.loads(path.read_text())["data"]["result"]
+    landed = {tuple(s["metric"].items()): [(t, float(v)) for t, v in s["values"]] for s in result}
+    assert len(landed) == len(result), path  # one series per label set
+    return landed
+
+
+def test_generated_hourly_files_are_the_collectors(collected, tmp_path):
+    """`gpucost generate --resolution hourly` writes the files the collector landed at --resolution
+    hourly from the raw month, byte for byte, but for the DCGM fields' hourly means: the same
+    series, labels (in their order) and hour stamps, values within 1e-12 (relative), as Prometheus
+    2.42's avg_over_time is a running Kahan mean (v/n - mean/n) and the generator's an exact sum
+    / n: the two round the last bits apart in 4,467 of this month's 20,400 means."""
+    from tests.python.landing_zones import generated_month
+
+    summary = generated_month(tmp_path / "landing", resolution="hourly")
+    assert summary["resolution"] == "hourly"
+    generated, collected_hourly = tmp_path / "landing", collected["hourly"]
+
+    def files(root: Path) -> set[Path]:
+        return {p.relative_to(root) for p in root.rglob("*") if p.is_file()}
+
+    assert files(generated) == files(collected_hourly)
+    metrics = sorted(p for p in files(generated) if p.parts[0] == "metrics")
+    assert {p.parts[1] for p in metrics} == {"dcgm", "kube", "serving"}
+    assert Path("metrics/dcgm/gpu-east/2026-10-02/gpucost_dcgm_sample_seconds_1h.json") in metrics
+    compared = 0
+    for relative in sorted(files(generated)):
+        ours, theirs = generated / relative, collected_hourly / relative
+        if relative.parts[1] != "dcgm" or relative.stem == "gpucost_dcgm_sample_seconds_1h":
+            assert ours.read_bytes() == theirs.read_bytes(), relative
+            continue
+        mine, landed = _landed(ours), _landed(theirs)
+        assert list(mine) == list(landed), relative  # labels and series order
+        for labels, values in landed.items():
+            assert [t for t, _ in mine[labels]] == [t for t, _ in values], (relative, labels)
+            for (_, a), (_, b) in zip(mine[labels], values, strict=True):
+                assert a == pytest.approx(b, rel=1e-12, abs=1e-12), (relative, labels)
+            compared += len(values)
+    assert compared > 10_000  # the DCGM means
+
+
 def test_collect_resumes_and_skips_complete_days(prometheus, auth_env, tmp_path, capsys):
     landing = tmp_path / "landing"
     assert _collect(prometheus, landing, "--resolution", "hourly") == 0

@@ -6,10 +6,10 @@ last
 day's metrics back, and measures on this machine, in one run:
 
 - ``floor_s``: a fresh in-process DuckDB connection (the threads / memory_limit of ``profiles.yml``)
-  reads every landed DCGM file once with the ``read_json`` call of ``macros/landing.sql``, unnests
-  series and samples, and groups the samples by cluster, Hostname and hour (count and sum of the
-  values). No warehouse can build the marts faster than it can read its input once: this is the
-  floor.
+  reads every landed DCGM file (``--resolution hourly``: the hourly files) once with the
+  ``read_json`` call of ``macros/landing.sql``, unnests series and samples, and groups the samples
+  by cluster, Hostname and hour (count and sum of the values). No warehouse can build the marts
+  faster than it can read its input once: this is the floor.
 - ``full_build_s``: ``dbt build`` of the whole project into a fresh warehouse file (a subprocess).
 - ``incremental_s``: the held-back day is landed and ``dbt build`` runs again on the same file
   (the telemetry staging tables read only the new files, ``int_gpu_usage_hourly`` recomputes its
@@ -44,6 +44,7 @@ CSV_COLUMNS = [
     "nodes",
     "days",
     "step_seconds",
+    "resolution",
     "seed",
     "clusters",
     "generate_s",
@@ -153,6 +154,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         type=_int_list,
         default=[60],
         help="sample intervals in seconds, e.g. 60,15 (default 60)",
+    )
+    parser.add_argument(
+        "--resolution",
+        choices=["raw", "hourly"],
+        default="raw",
+        help="telemetry the tiers land: raw samples (default), or the hourly files of `gpucost "
+        "collect --resolution hourly`, written directly by the generator (the floor then reads "
+        "the hourly DCGM files)",
     )
     parser.add_argument("--seed", type=int, default=7, help="generator seed (default 7)")
     parser.add_argument(
@@ -368,13 +377,14 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
 
 
 def add_ratios(rows: list[dict]) -> None:
-    """build / floor, incremental / full, and growth from the previous tier at the same step."""
+    """build / floor, incremental / full, and growth from the previous tier at the same step and
+    resolution."""
     for row in rows:
         row["build_over_floor"] = _ratio(row["full_build_s"], row["floor_s"])
         row["incremental_over_full"] = _ratio(row["incremental_s"], row["full_build_s"])
-    for step in sorted({row["step_seconds"] for row in rows}):
+    for kind in sorted({_kind(row) for row in rows}):
         same_step = sorted(
-            (row for row in rows if row["step_seconds"] == step), key=lambda row: row["nodes"]
+            (row for row in rows if _kind(row) == kind), key=lambda row: row["nodes"]
         )
         previous = None
         for row in same_step:
@@ -390,6 +400,10 @@ def add_ratios(rows: list[dict]) -> None:
             previous = row
 
 
+def _kind(row: dict) -> tuple[int, str]:
+    return row["step_seconds"], row.get("resolution", "raw")
+
+
 def _fmt(value, digits: int = 2) -> str:
     if value is None or value == "":
         return "-"
@@ -400,14 +414,16 @@ def _fmt(value, digits: int = 2) -> str:
 
 def format_table(rows: list[dict]) -> str:
     header = (
-        f"{'nodes':>5} {'step':>5} {'days':>4} {'landing MB':>10} {'samples':>12} {'gen s':>7} "
+        f"{'nodes':>5} {'step':>5} {'res':>6} {'days':>4} {'landing MB':>10} {'samples':>12} "
+        f"{'gen s':>7} "
         f"{'floor s':>8} {'full s':>8} {'incr s':>7} {'RSS MB':>7} {'full/floor':>10} "
         f"{'incr/full':>9} {'data x':>7} {'time x':>7}"
     )
     lines = [header]
     for row in rows:
         lines.append(
-            f"{row['nodes']:>5} {row['step_seconds']:>5} {row['days']:>4} "
+            f"{row['nodes']:>5} {row['step_seconds']:>5} {row.get('resolution', 'raw'):>6} "
+            f"{row['days']:>4} "
             f"{row['landing_mb']:>10.1f} {row['dcgm_samples']:>12,} {row['generate_s']:>7.1f} "
             f"{row['floor_s']:>8.1f} {row['full_build_s']:>8.1f} {row['incremental_s']:>7.1f} "
             f"{max(row['full_peak_rss_mb'], row['incremental_peak_rss_mb']):>7.0f} "
@@ -449,6 +465,8 @@ def _bar_layout(rows: list[dict], width: int, height: int):
     for i, row in enumerate(rows):
         x0 = left + i * group_w + group_w * 0.1
         label = f"{row['nodes']} nodes, {row['step_seconds']}s, {row['days']}d"
+        if row.get("resolution", "raw") != "raw":
+            label += f", {row['resolution']}"
         groups.append((x0 + group_w * 0.4, height - bottom + 18, label))
         for j, (key, _, color) in enumerate(_BARS):
             h = plot_h * row[key] / peak
@@ -533,6 +551,11 @@ def _say(message: str) -> None:
     print(f"[{datetime.now(UTC).strftime('%H:%M:%S')}] {message}", flush=True)
 
 
+def tier_folder(nodes: int, step: int, days: int, resolution: str = "raw") -> str:
+    """A tier's scratch folder (landing zone, held-back day, warehouse, dbt logs)."""
+    return f"n{nodes}_s{step}_d{days}" + ("" if resolution == "raw" else f"_{resolution}")
+
+
 def benchmark_tier(
     project_dir: Path,
     scratch: Path,
@@ -542,21 +565,30 @@ def benchmark_tier(
     seed: int,
     machine: dict,
     clusters: int = 2,
+    resolution: str = "raw",
 ) -> dict:
     from gpucost.synth import MonthConfig, generate_month
 
     start = "2026-10-01"
     threads, memory_limit = profile_settings()
-    work = scratch / f"n{nodes}_s{step}_d{days}"
+    work = scratch / tier_folder(nodes, step, days, resolution)
     if work.exists():
         shutil.rmtree(work)
     landing, held = work / "landing", work / "heldback"
-    tag = f"{nodes} nodes x {days} days @ {step}s"
+    tag = f"{nodes} nodes x {days} days @ {step}s" + (
+        f", {resolution}" if resolution != "raw" else ""
+    )
 
     _say(f"{tag}: generating into {landing}")
     started = time.perf_counter()
     config = MonthConfig(
-        seed=seed, nodes=nodes, days=days, step_seconds=step, start=start, clusters=clusters
+        seed=seed,
+        nodes=nodes,
+        days=days,
+        step_seconds=step,
+        start=start,
+        clusters=clusters,
+        resolution=resolution,
     )
     summary = generate_month(landing, config)
     generate_s = time.perf_counter() - started
@@ -602,6 +634,7 @@ def benchmark_tier(
         "nodes": nodes,
         "days": days,
         "step_seconds": step,
+        "resolution": resolution,
         "seed": seed,
         "clusters": clusters,
         "generate_s": generate_s,
@@ -654,11 +687,13 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         for step in args.steps:
             for nodes in args.tiers:
                 row = benchmark_tier(
-                    project_dir, scratch, nodes, args.days, step, args.seed, machine, args.clusters
-                )
+                    project_dir, scratch, nodes, args.days, step, args.seed, machine,
+                    args.clusters, args.resolution,
+                )  # fmt: skip
                 rows.append(row)
                 if not args.keep:
-                    shutil.rmtree(scratch / f"n{nodes}_s{step}_d{args.days}", ignore_errors=True)
+                    folder = tier_folder(nodes, step, args.days, args.resolution)
+                    shutil.rmtree(scratch / folder, ignore_errors=True)
     except (RuntimeError, ValueError, duckdb.Error) as error:
         # Keep the failed tier's data and logs to look at; report the tiers measured so far.
         print(f"gpucost benchmark: {error}\nScratch data kept in {scratch}", file=sys.stderr)
@@ -669,7 +704,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         return code
 
     add_ratios(rows)
-    rows.sort(key=lambda row: (row["step_seconds"], row["nodes"]))
+    rows.sort(key=lambda row: (*_kind(row), row["nodes"]))
     csv_path = out_dir / "benchmark.csv"
     write_csv(rows, csv_path)
     plot_path = write_plot(rows, out_dir)
@@ -678,7 +713,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     print()
     for row in rows:
         line = (
-            f"{row['nodes']} nodes @ {row['step_seconds']}s: full build = "
+            f"{row['nodes']} nodes @ {row['step_seconds']}s {row['resolution']}: full build = "
             f"{row['build_over_floor']:.2f}x floor; incremental = "
             f"{row['incremental_over_full']:.1%} of full"
         )

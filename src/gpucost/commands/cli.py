@@ -73,6 +73,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         start=args.start,
         clusters=args.clusters,
         slurm_nodes=getattr(args, "slurm_nodes", 2),
+        resolution=getattr(args, "resolution", "raw"),
     )
     summary = generate_month(
         out, config, progress=lambda message: print(f"  {message}", flush=True)
@@ -87,7 +88,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print(
         f"Wrote {summary['files']} files: {summary['bill_lines']} bill lines "
         f"(billed {summary['billed_total']:.2f} USD), {summary['pods']} pods "
-        f"({summary['untagged_pods']} without a project label), {summary['samples']} DCGM samples "
+        f"({summary['untagged_pods']} without a project label), {summary['samples']} DCGM samples"
+        f"{' (landed as hourly aggregates)' if summary['resolution'] == 'hourly' else ''} "
         f"in {time.monotonic() - started:.1f}s",
         flush=True,
     )
@@ -184,6 +186,13 @@ def _add_generate_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=2,
         help="GPU nodes of a Slurm queue with sacct dumps (default 2; 0: none)",
+    )
+    parser.add_argument(
+        "--resolution",
+        choices=["raw", "hourly"],
+        default="raw",
+        help="telemetry as raw samples (default), or the hourly files `gpucost collect "
+        "--resolution hourly` would land from them (one sample per series and hour)",
     )
     parser.add_argument("--force", action="store_true", help="replace a non-empty landing zone")
     parser.add_argument(

@@ -22,13 +22,14 @@ Two resolutions:
   sample is not repeated for the 5-minute lookback after it ends (a ``query_range`` would, where the
   TSDB holds no staleness marker, as in backfilled blocks).
 * ``hourly``: one sample per series and hour, stamped at the hour's start and computed by PromQL
-  over that hour ``[H, H+1h)`` (``hourly_queries``, the one definition): the DCGM fields'
-  ``avg_over_time``; ``gpucost_dcgm_sample_seconds_1h``, the seconds each DCGM series was scraped
-  (``count_over_time`` x scrape interval), which the warehouse reads as the hour's GPU time; the
-  requests' mean over the whole hour (``sum_over_time`` x scrape interval / 3600: a pod there half
-  the hour asking for 8 GPUs reads 4); ``max_over_time`` of the other kube-state-metrics series
-  (presence, capacity, start and completion times). 50x fewer samples than one-minute raw ones
-  (docs/collecting.md). A landing zone holds one resolution.
+  over that hour ``[H, H+1h)`` (``hourly_queries``, the one definition, from the rule per metric
+  of ``gpucost.synth.hourly.hourly_rule``, which the generator's hourly mode evaluates too): the
+  DCGM fields' ``avg_over_time``; ``gpucost_dcgm_sample_seconds_1h``, the seconds each DCGM
+  series was scraped (``count_over_time`` x scrape interval), which the warehouse reads as the
+  hour's GPU time; the requests' mean over the whole hour (``sum_over_time`` x scrape interval /
+  3600: a pod there half the hour asking for 8 GPUs reads 4); ``max_over_time`` of the other
+  kube-state-metrics series (presence, capacity, start and completion times). 50x fewer samples
+  than one-minute raw ones (docs/collecting.md). A landing zone holds one resolution.
 
 A group's day is complete when every cluster folder of it holds all the group's files, written after
 the day ended (plus 10 minutes): the next run skips it (``--force`` collects it again); no state is
@@ -58,15 +59,17 @@ from urllib3.util.retry import Retry
 
 from gpucost.synth.generator import DCGM_METRICS, KUBE_METRICS, VOLUME_METRICS
 from gpucost.synth.generator_slurm import SACCT_HEADER
+from gpucost.synth.hourly import (
+    DCGM_SECONDS_METRIC,
+    HOUR,
+    hourly_rule,
+    matrix_document,
+    series_key,
+)
 
 SECONDS_PER_DAY = 86400
-HOUR = 3600
 # Prometheus refuses a query_range of more than 11,000 points per series; stay under it.
 MAX_POINTS_PER_QUERY = 10_000
-# The seconds each DCGM series was scraped in an hour (hourly resolution only): the GPU time.
-DCGM_SECONDS_METRIC = "gpucost_dcgm_sample_seconds_1h"
-# kube-state-metrics series whose value is an amount held over time (summed over the hour, hourly).
-REQUEST_METRICS = frozenset({"kube_pod_container_resource_requests"})
 # Serving engines' counters (--serving): vLLM, Hugging Face TGI, NVIDIA Triton.
 SERVING_METRICS: tuple[str, ...] = (
     "vllm:prompt_tokens_total",
@@ -121,14 +124,14 @@ def hourly_queries(group: Group, interval: float, matchers: str = "") -> list[tu
     out: list[tuple[str, str]] = []
     for metric in group.metrics:
         sel = f"{selector(metric, matchers)}[1h]"
-        if group.name == "dcgm":
-            out.append((metric, f"avg_over_time({sel})"))
-        elif group.name == "serving":
-            out.append((metric, f"last_over_time({sel})"))
-        elif metric in REQUEST_METRICS:
-            out.append((metric, f"sum_over_time({sel}) * {interval:g} / {HOUR}"))
-        else:
-            out.append((metric, f"max_over_time({sel})"))
+        # the rule is gpucost.synth.hourly.hourly_rule's (the generator evaluates it in Python)
+        query = {
+            "avg": f"avg_over_time({sel})",
+            "last": f"last_over_time({sel})",
+            "mean": f"sum_over_time({sel}) * {interval:g} / {HOUR}",
+            "max": f"max_over_time({sel})",
+        }[hourly_rule(group.name, metric)]
+        out.append((metric, query))
     if group.name == "dcgm":
         counts = " or ".join(f"count_over_time({selector(m, matchers)}[1h])" for m in group.metrics)
         out.append((DCGM_SECONDS_METRIC, f"({counts}) * {interval:g}"))
@@ -271,7 +274,7 @@ def _timestamp(value: float) -> int | float:
 
 
 def _series_key(labels: dict[str, str]) -> tuple:
-    return tuple(sorted(labels.items()))
+    return series_key(labels)
 
 
 def _collect_raw(
@@ -330,13 +333,7 @@ def _write_text_atomic(path: Path, text: str) -> int:
 
 
 def _matrix(series: Iterable[dict]) -> dict[str, Any]:
-    return {
-        "status": "success",
-        "data": {
-            "resultType": "matrix",
-            "result": sorted(series, key=lambda s: _series_key(s["metric"])),
-        },
-    }
+    return matrix_document(series)
 
 
 @dataclass

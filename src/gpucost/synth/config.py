@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from gpucost.synth.hourly import RESOLUTIONS
 from gpucost.synth.reference import MAX_BORN_PROJECTS, NAMESPACE_LAYOUTS, SECONDS_PER_DAY, TEAMS
 
 
@@ -51,9 +52,13 @@ class MonthConfig:
       (default 0.15): in a per-project layout, the share of a person's work for another project
       than their main one that runs in their main project's namespace (the one they work in).
 
+    ``resolution`` ``hourly`` writes the telemetry as ``gpucost collect --resolution hourly``
+    lands it from a Prometheus holding the raw month (gpucost.synth.hourly), without the raw
+    samples; bills, inventory, Slurm and reference files are those ``raw`` (the default) writes.
+
     Raises ``ValueError`` on a config that cannot be generated (a step that does not divide the
     hour, an empty fleet or window, fewer nodes than clusters, a share outside [0, 1], every team
-    never tagging, an unknown namespace layout, a start that is not a date).
+    never tagging, an unknown namespace layout or resolution, a start that is not a date).
     """
 
     seed: int = 42
@@ -78,6 +83,7 @@ class MonthConfig:
     pod_spec_share: float = 0.75
     namespace_layouts: tuple[str, ...] = ("team", "project", "shared")
     namespace_drift: float = 0.15
+    resolution: str = "raw"
 
     def __post_init__(self) -> None:
         if self.step_seconds <= 0 or 3600 % self.step_seconds:
@@ -108,6 +114,8 @@ class MonthConfig:
             raise ValueError(f"born_projects must be within [0, {MAX_BORN_PROJECTS}]")
         if not self.namespace_layouts or set(self.namespace_layouts) - set(NAMESPACE_LAYOUTS):
             raise ValueError(f"namespace_layouts must be some of {', '.join(NAMESPACE_LAYOUTS)}")
+        if self.resolution not in RESOLUTIONS:
+            raise ValueError(f"resolution must be one of {', '.join(RESOLUTIONS)}")
         if self.t0 % SECONDS_PER_DAY:
             raise ValueError("start must be a date (midnight UTC)")
 

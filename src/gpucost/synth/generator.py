@@ -4,6 +4,9 @@ Everything is derived from ``random.Random`` instances seeded from ``seed`` (str
 hashed with SHA-512 by the stdlib, so they do not depend on ``PYTHONHASHSEED``); no wall-clock
 time, no set iteration order.  Same MonthConfig -> byte-identical files.
 
+``MonthConfig.resolution`` ``hourly`` writes the telemetry as the collector's hourly files instead
+(gpucost.synth.hourly); the rest is the same.
+
 Layout written below ``out_dir``::
 
     billing/focus/<YYYY-MM>/focus_export_<billing account id>.csv   FOCUS 1.2 CSV export
@@ -46,6 +49,7 @@ from gpucost.synth.common import iso, random_hex, sku_id
 from gpucost.synth.config import MonthConfig
 from gpucost.synth.fleet import add_shared_gpu_node, build_fleet, build_org
 from gpucost.synth.habits import assign_habit_tags, build_habits
+from gpucost.synth.hourly import write_hourly_group_day
 from gpucost.synth.inventory import write_org, write_pod_specs, write_truth
 from gpucost.synth.reference import (
     DCGM_METRICS,
@@ -108,6 +112,8 @@ def generate_month(
     ``progress`` receives one line per day.
     """
     config = config if config is not None else MonthConfig()
+    if openmetrics is not None and config.resolution != "raw":
+        raise ValueError("openmetrics: the month's raw series, written with resolution raw only")
     seed, nodes, days, step = config.seed, config.nodes, config.days, config.step_seconds
     clusters, hard, slurm_nodes = config.clusters, config.hard, config.slurm_nodes
     out_dir = Path(out_dir)
@@ -242,6 +248,16 @@ def generate_month(
     allocated_gpu_s = 0
     existing_gpu_s = 0
     sku_cache = {it.name: sku_id(f"{it.name}/BoxUsage") for it in INSTANCE_TYPES}
+
+    def land(folder: Path, group: str, cluster: str, by_metric: dict[str, list]) -> int:
+        """One cluster-day of a group's series: raw, or as the collector's hourly files."""
+        if config.resolution == "hourly":
+            return write_hourly_group_day(folder, group, cluster, by_metric, step)
+        folder.mkdir(parents=True, exist_ok=True)
+        for metric, series in by_metric.items():
+            write_matrix(folder / f"{metric.replace(':', '_')}.json", series)
+        return len(by_metric)
+
     try:
         for d in range(days):
             day_start = t0 + d * SECONDS_PER_DAY
@@ -254,30 +270,18 @@ def generate_month(
                 drng = random.Random(f"{seed}/dcgm/{cl.name}/{date}")
                 dcgm, n = cluster_dcgm_day(cl, pods_today, day_start, step, window_end, gap, drng)
                 day_samples += n
-                ddir = out_dir / "metrics" / "dcgm" / cl.name / date
-                ddir.mkdir(parents=True, exist_ok=True)
-                for metric, series in dcgm.items():
-                    write_matrix(ddir / f"{metric}.json", series)
-                    files += 1
+                files += land(out_dir / "metrics" / "dcgm" / cl.name / date, "dcgm", cl.name, dcgm)
                 del dcgm
                 kube = cluster_kube_day(cl, pods_today, day_start, step, window_end)
-                kdir = out_dir / "metrics" / "kube" / cl.name / date
-                kdir.mkdir(parents=True, exist_ok=True)
-                for metric, series in kube.items():
-                    write_matrix(kdir / f"{metric}.json", series)
-                    files += 1
-                volumes = volume_kube_day(cl, claims, pods_today, day_start, step, window_end)
-                for metric, series in volumes.items():
-                    write_matrix(kdir / f"{metric}.json", series)
-                    files += 1
+                kube |= volume_kube_day(cl, claims, pods_today, day_start, step, window_end)
+                files += land(out_dir / "metrics" / "kube" / cl.name / date, "kube", cl.name, kube)
+                del kube
                 serving = serving_day(
                     pods_today, day_start, step, window_end, seed, cl.tz_hours, serving_states
                 )
-                sdir = out_dir / "metrics" / "serving" / cl.name / date
-                for metric, series in serving.items():
-                    sdir.mkdir(parents=True, exist_ok=True)
-                    write_matrix(sdir / f"{metric.replace(':', '_')}.json", series)
-                    files += 1
+                if serving:
+                    folder = out_dir / "metrics" / "serving" / cl.name / date
+                    files += land(folder, "serving", cl.name, serving)
                 for p in pods_today:
                     if p.node is None or p.node.reserved:
                         continue  # the share of scheduled whole GPUs (the shared node is apart)
@@ -296,11 +300,8 @@ def generate_month(
                 hrng = random.Random(f"{seed}/dcgm/{hpc.name}/{date}")
                 dcgm, n = generator_slurm.dcgm_day(hpc, day_start, step, window_end, hrng)
                 day_samples += n
-                ddir = out_dir / "metrics" / "dcgm" / hpc.name / date
-                ddir.mkdir(parents=True, exist_ok=True)
-                for metric, series in dcgm.items():
-                    write_matrix(ddir / f"{metric}.json", series)
-                    files += 1
+                folder = out_dir / "metrics" / "dcgm" / hpc.name / date
+                files += land(folder, "dcgm", hpc.name, dcgm)
                 del dcgm
             samples_total += day_samples
             bill_day(focus, fleet, storage, day_start, bill_rng, sku_cache, hpc)
@@ -324,6 +325,7 @@ def generate_month(
         "end": iso(window_end),
         "days": days,
         "step_seconds": step,
+        "resolution": config.resolution,
         "files": files,
         "bill_lines": focus.lines,
         "billed_total": focus.billed_total,
