@@ -39,6 +39,8 @@ from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
 
+from gpucost.synth.hourly import RESOLUTIONS
+
 # One CSV row per tier x step. Machine columns repeat on every row so a row stands on its own.
 CSV_COLUMNS = [
     "nodes",
@@ -157,7 +159,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--resolution",
-        choices=["raw", "hourly"],
+        choices=RESOLUTIONS,
         default="raw",
         help="telemetry the tiers land: raw samples (default), or the hourly files of `gpucost "
         "collect --resolution hourly`, written directly by the generator (the floor then reads "

@@ -32,6 +32,7 @@ from gpucost.commands.project import (
     with_retrain,
 )
 from gpucost.commands.report import chargeback_summary, read_summary_rows
+from gpucost.synth.hourly import RESOLUTIONS
 
 # the paths and the dbt runner live in gpucost.commands.project (every subcommand imports them
 # from there, never from this module: no import loop); these names stay importable from here
@@ -189,7 +190,7 @@ def _add_generate_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--resolution",
-        choices=["raw", "hourly"],
+        choices=RESOLUTIONS,
         default="raw",
         help="telemetry as raw samples (default), or the hourly files `gpucost collect "
         "--resolution hourly` would land from them (one sample per series and hour)",

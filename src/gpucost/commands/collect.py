@@ -47,7 +47,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -62,6 +62,7 @@ from gpucost.synth.generator_slurm import SACCT_HEADER
 from gpucost.synth.hourly import (
     DCGM_SECONDS_METRIC,
     HOUR,
+    RESOLUTIONS,
     hourly_rule,
     matrix_document,
     series_key,
@@ -273,10 +274,6 @@ def _timestamp(value: float) -> int | float:
     return int(value) if float(value).is_integer() else float(value)
 
 
-def _series_key(labels: dict[str, str]) -> tuple:
-    return series_key(labels)
-
-
 def _collect_raw(
     client: PrometheusClient, metric: str, matchers: str, day_start: int, step: int, max_points: int
 ) -> dict[tuple, dict]:
@@ -288,7 +285,7 @@ def _collect_raw(
         data = client.query(f"{selector(metric, matchers)}[{last - first}s]", last - 0.001)
         for series in data.get("result") or []:
             labels = series.get("metric") or {}
-            entry = merged.setdefault(_series_key(labels), {"metric": labels, "values": []})
+            entry = merged.setdefault(series_key(labels), {"metric": labels, "values": []})
             entry["values"].extend(
                 [_timestamp(float(t)), v]
                 for t, v in series.get("values") or []
@@ -308,7 +305,7 @@ def _collect_hourly(
     for series in client.query_range(query, first, last, HOUR):
         labels = {"__name__": name, **(series.get("metric") or {})}
         values = [[math.floor(float(t)) // HOUR * HOUR, v] for t, v in series["values"]]
-        merged[_series_key(labels)] = {"metric": labels, "values": values}
+        merged[series_key(labels)] = {"metric": labels, "values": values}
     return merged
 
 
@@ -330,10 +327,6 @@ def _write_text_atomic(path: Path, text: str) -> int:
     partial.write_text(text, encoding="utf-8")
     os.replace(partial, path)
     return len(text)
-
-
-def _matrix(series: Iterable[dict]) -> dict[str, Any]:
-    return matrix_document(series)
 
 
 @dataclass
@@ -466,7 +459,9 @@ def collect_metrics(client: PrometheusClient, options: Options, summary: Summary
                 for name, _ in queries:
                     series = per_metric.get(name, [])
                     relative = folder / f"{file_stem(name)}.json"
-                    summary.bytes += _write_json_atomic(options.landing / relative, _matrix(series))
+                    summary.bytes += _write_json_atomic(
+                        options.landing / relative, matrix_document(series)
+                    )
                     summary.files += 1
                     summary.series += len(series)
                     summary.samples += sum(len(s["values"]) for s in series)
@@ -687,7 +682,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add("--days", type=int, default=1, help="days from --start when no --end")
     add(
         "--resolution",
-        choices=["raw", "hourly"],
+        choices=RESOLUTIONS,
         default="raw",
         help="raw samples, or one PromQL aggregate per series and hour",
     )
