@@ -112,3 +112,69 @@ def test_a_name_shared_by_two_projects_names_none_and_precision_is_measured():
     measured = validate(declared, labelled, {"a": "rag-search", "b": "rag-search"})
     assert (measured.project, measured.project_matched) == (0.75, 2)
     assert (measured.team, measured.team_matched) == (1.0, 2)
+
+
+def _two_layouts(n: int, seed: int) -> tuple[list[dict], list[dict]]:
+    """Two clusters laid out differently. On ``c1`` namespaces are teams': nlp and vision tag
+    everything there; recsys runs its work there untagged and without a user label, in
+    team-recsys, a namespace no labelled workload ever ran in. On ``c2`` namespaces are projects':
+    recsys tags its work there. Pod names say nothing."""
+    rows = [
+        *MAPPING,
+        {"project_id": "feed-ranker", "project_name": "Feed", "team_id": "recsys"},
+        {"project_id": "ads-ctr", "project_name": "Ads", "team_id": "recsys"},
+    ]
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        row = rows[i % len(rows)]
+        team = row["team_id"]
+        tagged = team != "recsys" or i % 4 == 0
+        cluster, namespace = (
+            ("c2", row["project_id"])
+            if tagged and team == "recsys"
+            else (
+                "c1",
+                f"team-{team}",
+            )
+        )
+        out.append(
+            {
+                "workload_id": f"{cluster}/{namespace}/job-{i}/uid",
+                "cluster_id": cluster,
+                "namespace": namespace,
+                "pod": f"job-{rng.randrange(16**6):06x}",
+                "user_id": f"user{i % 7}-{team}" if tagged else None,
+                "image_repository": "nvcr.io/nvidia/pytorch",
+                "gpu_count": 1,
+                "started_epoch": 1_790_000_000 + i * 600,
+                "duration_hours": 1.0,
+                "known_project_id": row["project_id"] if tagged else None,
+                "true_team_id": team,
+            }
+        )
+    return out, rows
+
+
+def test_a_namespace_that_names_a_team_links_clusters_laid_out_differently():
+    """The regression never saw team-recsys (no labelled workload ran there), but recsys's labelled
+    work in its project namespaces carried the same votes (naming_features: ns_team for every
+    recsys project, ns_names for its own), so its untagged work in team-recsys goes to recsys's
+    projects. Without the org mapping nothing in those workloads says recsys: the model guesses."""
+    records, rows = _two_layouts(420, seed=5)
+    projects = [r["project_id"] for r in rows]
+    teams = {r["project_id"]: r["team_id"] for r in rows}
+
+    def top_teams(declared: list[dict] | None) -> list[str | None]:
+        result = attribute(records, projects, training_days=None, seed=1, declared=declared)
+        by_id = {r["workload_id"]: r for r in records}
+        return [
+            teams.get(p.project_id or "")
+            for p in result.predictions
+            if by_id[p.workload_id]["true_team_id"] == "recsys"
+        ]
+
+    with_names, without = top_teams(rows), top_teams(None)
+    assert len(with_names) == len(without) == 105
+    assert with_names.count("recsys") == len(with_names)
+    assert without.count("recsys") < 0.8 * len(without)  # 69 of 105: a guess among teams

@@ -17,7 +17,13 @@ from gpucost.core.attribution.calibration import (
     calibration_weights,
     threshold_for_accuracy,
 )
-from gpucost.core.attribution.cold_start import Declared, Precision, round_claim, validate
+from gpucost.core.attribution.cold_start import (
+    Declared,
+    Precision,
+    naming_features,
+    round_claim,
+    validate,
+)
 from gpucost.core.attribution.features import (
     UserInference,
     creator_user,
@@ -125,7 +131,9 @@ def attribute(
     the training labels only), so a hold-out workload's own label cannot move its raw prediction;
     the hold-out reads what the targets read: every other workload's label, on both sides.
     """
-    prepared = prepare(records, known_projects, training_days=training_days, seed=seed)
+    prepared = prepare(
+        records, known_projects, training_days=training_days, seed=seed, declared=declared
+    )
     records, labels, rules, targets = (
         prepared.records,
         prepared.labels,
@@ -312,8 +320,10 @@ def prepare(
     *,
     training_days: float | None,
     seed: int,
+    declared: Sequence[Mapping[str, Any]] | None = None,
 ) -> Prepared:
-    """What :func:`attribute` and a build that only scores (:class:`Scorer`) both read."""
+    """What :func:`attribute` and a build that only scores (:class:`Scorer`) both read;
+    ``declared``: the org mapping's rows, whose names become features (:func:`naming_features`)."""
     records = sorted(records, key=lambda r: str(r["workload_id"]))
     labels = {
         str(r["workload_id"]): str(r["known_project_id"])
@@ -335,7 +345,8 @@ def prepare(
     ]
     labelled = trailing_labelled(records, labels, training_days)
     labelled_ids = {str(r["workload_id"]) for r in labelled}
-    views = _views(records, known_projects, targets, labelled_ids, seed)
+    names = Declared.of(declared) if declared else None
+    views = _views(records, known_projects, targets, labelled_ids, seed, names)
     order = start_order(views.writers)
     known = {**rules, **labels}
     earlier = earlier_features(order, known, views.readers)
@@ -586,6 +597,7 @@ def _views(
     targets: Sequence[Mapping[str, Any]],
     labelled_ids: set[str],
     seed: int,
+    declared: Declared | None = None,
 ) -> _Views:
     """A labelled workload is shown masked like the targets (:func:`mask_draw`); a workload without
     a user label (or masked) reads history under its creator (:func:`creator_user`, not masked: it
@@ -623,6 +635,8 @@ def _views(
         readers[wid] = user
         if wid in wanted:
             static[wid] = static_features(view, known_projects)
+            if declared is not None:
+                static[wid].update(naming_features(declared, view))
     return _Views(static, writers, readers)
 
 
