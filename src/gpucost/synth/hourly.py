@@ -12,12 +12,16 @@ gpucost.commands.openmetrics); values are rendered as Prometheus's API renders t
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from gpucost.synth.reference import DCGM_METRICS
 
@@ -90,70 +94,123 @@ def matrix_document(series: Iterable[dict]) -> dict[str, Any]:
     }
 
 
-def _samples(fragments: list[str]) -> list[list]:
-    # [[t, "v"], ...]: the generator writes whole-second times, read back as ints
-    text = ",".join([f for f in fragments if f])
-    return json.loads(f"[{text}]") if text else []
+@dataclass(frozen=True, slots=True)
+class Run:
+    """``count`` samples of one ``value``, ``step`` seconds apart from ``start``: a constant series
+    (kube-state-metrics' ``1``, a request, a start time) without a string or float per sample."""
+
+    start: int
+    step: int
+    count: int
+    value: float
 
 
-def _hours(
-    cluster: str, series: list[tuple[dict[str, str], list[str]]]
-) -> dict[tuple, tuple[dict[str, str], dict[int, list[float]]]]:
+# A series' samples in time order: times (int64) and values (float64).
+Samples = tuple[np.ndarray, np.ndarray]
+# A piece of a series: pre-rendered ``[t,"v"]`` JSON fragments (what the raw files hold), a
+# :class:`Run`, or :data:`Samples`.
+Chunk = str | Run | Samples
+
+
+def run_chunks(start: int, step: int, count: int, value: str) -> list[Run]:
+    """The hourly twin of a rendered run of ``count`` samples of ``value`` (nothing when none):
+    the chunks :func:`hourly_group_day` reads as it would read the fragments."""
+    return [Run(start, step, count, float(value))] if count > 0 else []
+
+
+def _arrays(chunk: Chunk) -> Samples:
+    if isinstance(chunk, Run):
+        times = chunk.start + chunk.step * np.arange(chunk.count, dtype=np.int64)
+        return times, np.full(chunk.count, chunk.value)
+    if isinstance(chunk, str):  # [t,"v"],...: the generator writes whole-second times
+        pairs = json.loads(f"[{chunk}]") if chunk else []
+        times = np.array([t for t, _ in pairs], dtype=np.int64)
+        return times, np.array([float(v) for _, v in pairs], dtype=np.float64)
+    return chunk
+
+
+def _run_hours(run: Run) -> Iterator[tuple[int, list[float]]]:
+    # a run's samples hour by hour, without making them
+    i = 0
+    while i < run.count:
+        t = run.start + i * run.step
+        hour = t - t % HOUR
+        after = min(run.count, -(-(hour + HOUR - run.start) // run.step))  # first index past it
+        yield hour, [run.value] * (after - i)
+        i = after
+
+
+def _hour_values(chunks: list[Chunk], merged: bool) -> Iterator[tuple[int, list[float]]]:
+    """A series' samples by hour (ascending hours, time order within), each hour as its values.
+    The chunks of one series are in time order; those of ``merged`` series (the same labels
+    twice) are put in time order, as Prometheus holds them as one series."""
+    if len(chunks) == 1 and isinstance(chunks[0], Run):
+        yield from _run_hours(chunks[0])
+        return
+    parts = [_arrays(c) for c in chunks]
+    times = np.concatenate([t for t, _ in parts]) if parts else np.empty(0, np.int64)
+    values = np.concatenate([v for _, v in parts]) if parts else np.empty(0)
+    if merged:
+        order = np.argsort(times, kind="stable")
+        times, values = times[order], values[order]
+    elif np.any(times[1:] < times[:-1]):
+        raise ValueError("samples out of time order")
+    hours = times - times % HOUR
+    cuts = [0, *(np.flatnonzero(hours[1:] != hours[:-1]) + 1).tolist(), len(times)]
+    listed = values.tolist()
+    for a, b in itertools.pairwise(cuts):
+        if b > a:
+            yield int(hours[a]), listed[a:b]
+
+
+def _series(
+    cluster: str, series: list[tuple[dict[str, str], list[Chunk]]]
+) -> dict[tuple, tuple[dict[str, str], list[Chunk], bool]]:
     # a metric's series of one cluster-day by their labels (without __name__, with the folder's
-    # cluster as the backfill gives it, empty values dropped as Prometheus drops them), each
-    # with its samples by hour (time order); series of the same labels are one, as in Prometheus
-    merged: dict[tuple, tuple[dict[str, str], list[list]]] = {}
-    for labels, fragments in series:
+    # cluster as the backfill gives it, empty values dropped as Prometheus drops them), with their
+    # chunks and whether the same labels came more than once (one series then, as in Prometheus)
+    merged: dict[tuple, tuple[dict[str, str], list[Chunk], bool]] = {}
+    for labels, chunks in series:
         kept = {"cluster": cluster, **{k: v for k, v in labels.items() if k != "__name__" and v}}
         out = dict(sorted(kept.items()))
         entry = merged.get(key := series_key(out))
         if entry is None:
-            merged[key] = (out, _samples(fragments))
-        else:  # the same labels twice: one series, in time order
-            entry[1].extend(_samples(fragments))
-            entry[1].sort(key=lambda sample: sample[0])
-    result = {}
-    for key, (labels, samples) in merged.items():
-        hours: dict[int, list[float]] = {}
-        current, values, last = -1, [], -1
-        for t, v in samples:
-            if t < last:
-                raise ValueError(f"samples out of time order in {labels}")
-            last = t
-            if t - t % HOUR != current:
-                current = t - t % HOUR
-                values = hours.setdefault(current, [])
-            values.append(float(v))
-        if hours:
-            result[key] = (labels, hours)
-    return result
+            merged[key] = (out, list(chunks), False)
+        else:
+            merged[key] = (out, [*entry[1], *chunks], True)
+    return merged
 
 
 def hourly_group_day(
     group: str,
     cluster: str,
-    by_metric: dict[str, list[tuple[dict[str, str], list[str]]]],
+    by_metric: dict[str, list[tuple[dict[str, str], list[Chunk]]]],
     step: int,
 ) -> dict[str, list[dict]]:
-    """One cluster-day of a group's raw series ({metric: [(labels, pre-rendered ``[t,"v"]``
-    fragments)]}, every metric of the group) as the collector lands them hourly: {landed metric:
-    [{"metric": labels, "values": [[hour, value string], ...]}]}, the DCGM group with
-    :data:`DCGM_SECONDS_METRIC` too: ``(count_over_time(m1[1h]) or count_over_time(m2[1h]) ...)
-    * step``, i.e. per label set and hour the first DCGM metric's count that has one."""
+    """One cluster-day of a group's raw series ({metric: [(labels, chunks)]}, every metric of the
+    group; chunks as :data:`Chunk`: the raw files' fragments or their unrendered twins) as the
+    collector lands them hourly: {landed metric: [{"metric": labels, "values": [[hour, value
+    string], ...]}]}, the DCGM group with :data:`DCGM_SECONDS_METRIC` too:
+    ``(count_over_time(m1[1h]) or count_over_time(m2[1h]) ...) * step``, i.e. per label set and
+    hour the first DCGM metric's count that has one."""
     landed: dict[str, list[dict]] = {}
-    seconds: dict[tuple, tuple[dict[str, str], dict[int, float]]] = {}
+    seconds: dict[tuple, tuple[dict[str, str], dict[int, int]]] = {}
     for metric, series in by_metric.items():
         rule = hourly_rule(group, metric)
         landed[metric] = []
-        for key, (labels, hours) in _hours(cluster, series).items():
-            values = [
-                [h, prom_value(aggregate_hour(rule, vs, step))] for h, vs in sorted(hours.items())
-            ]
+        counted = group == "dcgm" and metric in DCGM_METRICS
+        for key, (labels, chunks, merged) in _series(cluster, series).items():
+            values, counts = [], {}
+            for h, vs in _hour_values(chunks, merged):
+                values.append([h, prom_value(aggregate_hour(rule, vs, step))])
+                counts[h] = len(vs) * step
+            if not values:
+                continue
             landed[metric].append({"metric": {"__name__": metric, **labels}, "values": values})
-            if group == "dcgm" and metric in DCGM_METRICS:
-                counts = seconds.setdefault(key, (labels, {}))[1]
-                for h, vs in hours.items():
-                    counts.setdefault(h, len(vs) * step)
+            if counted:
+                first = seconds.setdefault(key, (labels, {}))[1]
+                for h, n in counts.items():
+                    first.setdefault(h, n)
     if group == "dcgm":
         landed[DCGM_SECONDS_METRIC] = [
             {
@@ -169,7 +226,7 @@ def write_hourly_group_day(
     folder: Path,
     group: str,
     cluster: str,
-    by_metric: dict[str, list[tuple[dict[str, str], list[str]]]],
+    by_metric: dict[str, list[tuple[dict[str, str], list[Chunk]]]],
     step: int,
 ) -> int:
     """Write :func:`hourly_group_day` into ``folder`` as the collector writes its files (one
