@@ -72,7 +72,7 @@ from gpucost.synth.scheduling import (
     shared_gpu_pods,
     stamp_creators,
 )
-from gpucost.synth.serving import serving_day
+from gpucost.synth.serving import array_totals, serving_day, text_totals
 from gpucost.synth.telemetry import (
     Gap,
     cluster_dcgm_day,
@@ -260,6 +260,7 @@ def generate_month(
     # the hourly path renders no sample: arrays and runs go straight to the hourly aggregates
     hourly = config.resolution == "hourly"
     segments, run = (array_segments, run_chunks) if hourly else (text_segments, text_run)
+    totals = array_totals if hourly else text_totals
 
     def land(folder: Path, group: str, cluster: str, by_metric: dict[str, list]) -> int:
         """One cluster-day of a group's series: raw, or as the collector's hourly files."""
@@ -291,7 +292,14 @@ def generate_month(
                 files += land(out_dir / "metrics" / "kube" / cl.name / date, "kube", cl.name, kube)
                 del kube
                 serving = serving_day(
-                    pods_today, day_start, step, window_end, seed, cl.tz_hours, serving_states
+                    pods_today,
+                    day_start,
+                    step,
+                    window_end,
+                    seed,
+                    cl.tz_hours,
+                    serving_states,
+                    render=totals,
                 )
                 if serving:
                     folder = out_dir / "metrics" / "serving" / cl.name / date

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -107,9 +107,19 @@ class Run:
 
 # A series' samples in time order: times (int64) and values (float64).
 Samples = tuple[np.ndarray, np.ndarray]
+
+
+class SampleSource(Protocol):
+    """Samples made on demand (gpucost.synth.telemetry_arrays fills a cluster-day's at once)."""
+
+    def samples(self) -> Samples: ...
+
+
 # A piece of a series: pre-rendered ``[t,"v"]`` JSON fragments (what the raw files hold), a
-# :class:`Run`, or :data:`Samples`.
-Chunk = str | Run | Samples
+# :class:`Run`, or samples (arrays, or a source of them).
+Chunk = str | Run | Samples | SampleSource
+# One landed series of a cluster-day: (its key, labels, hours, value strings, samples per hour).
+_Landed = tuple[tuple, dict[str, str], list[int], list[str], list[int]]
 
 
 def run_chunks(start: int, step: int, count: int, value: str) -> list[Run]:
@@ -126,41 +136,81 @@ def _arrays(chunk: Chunk) -> Samples:
         pairs = json.loads(f"[{chunk}]") if chunk else []
         times = np.array([t for t, _ in pairs], dtype=np.int64)
         return times, np.array([float(v) for _, v in pairs], dtype=np.float64)
-    return chunk
+    if isinstance(chunk, tuple):
+        return chunk
+    return chunk.samples()
 
 
-def _run_hours(run: Run) -> Iterator[tuple[int, list[float]]]:
-    # a run's samples hour by hour, without making them
-    i = 0
-    while i < run.count:
-        t = run.start + i * run.step
-        hour = t - t % HOUR
-        after = min(run.count, -(-(hour + HOUR - run.start) // run.step))  # first index past it
-        yield hour, [run.value] * (after - i)
-        i = after
-
-
-def _hour_values(chunks: list[Chunk], merged: bool) -> Iterator[tuple[int, list[float]]]:
-    """A series' samples by hour (ascending hours, time order within), each hour as its values.
-    The chunks of one series are in time order; those of ``merged`` series (the same labels
-    twice) are put in time order, as Prometheus holds them as one series."""
-    if len(chunks) == 1 and isinstance(chunks[0], Run):
-        yield from _run_hours(chunks[0])
-        return
+def _series_samples(chunks: list[Chunk], merged: bool) -> Samples:
+    """A series' samples in time order. The chunks of one series are in time order; those of
+    ``merged`` series (the same labels twice) are put in time order, as Prometheus holds them as
+    one series."""
     parts = [_arrays(c) for c in chunks]
-    times = np.concatenate([t for t, _ in parts]) if parts else np.empty(0, np.int64)
-    values = np.concatenate([v for _, v in parts]) if parts else np.empty(0)
+    if len(parts) == 1:
+        times, values = parts[0]
+    else:
+        times = np.concatenate([t for t, _ in parts]) if parts else np.empty(0, np.int64)
+        values = np.concatenate([v for _, v in parts]) if parts else np.empty(0)
     if merged:
         order = np.argsort(times, kind="stable")
-        times, values = times[order], values[order]
-    elif np.any(times[1:] < times[:-1]):
+        return times[order], values[order]
+    if np.any(times[1:] < times[:-1]):
         raise ValueError("samples out of time order")
+    return times, values
+
+
+def _sample_hours(
+    items: list[tuple[tuple, dict[str, str], list[Chunk], bool]], rule: str, step: int
+) -> Iterator[_Landed]:
+    """Series' samples hour by hour, all series of a metric at once: the hour groups are found
+    with numpy, each group's aggregate is :func:`aggregate_hour` of its values."""
+    parts = [_series_samples(chunks, merged) for _, _, chunks, merged in items]
+    if not parts:
+        return
+    times = np.concatenate([t for t, _ in parts])
+    if not len(times):
+        return
+    series = np.repeat(np.arange(len(parts)), [len(t) for t, _ in parts])
     hours = times - times % HOUR
-    cuts = [0, *(np.flatnonzero(hours[1:] != hours[:-1]) + 1).tolist(), len(times)]
-    listed = values.tolist()
-    for a, b in itertools.pairwise(cuts):
+    new = np.ones(len(times), dtype=bool)
+    new[1:] = (series[1:] != series[:-1]) | (hours[1:] != hours[:-1])
+    starts = np.flatnonzero(new)
+    bounds = np.append(starts, len(times)).tolist()
+    listed = np.concatenate([v for _, v in parts]).tolist()
+    texts = [
+        prom_value(aggregate_hour(rule, listed[a:b], step)) for a, b in itertools.pairwise(bounds)
+    ]
+    counts = np.diff(bounds).tolist()
+    group_hours = hours[starts].tolist()
+    cut = np.searchsorted(series[starts], np.arange(len(parts) + 1)).tolist()
+    for (key, labels, _, _), a, b in zip(items, cut[:-1], cut[1:], strict=True):
         if b > a:
-            yield int(hours[a]), listed[a:b]
+            yield key, labels, group_hours[a:b], texts[a:b], counts[a:b]
+
+
+def _run_hours(
+    items: list[tuple[tuple, dict[str, str], Run]], rule: str, step: int
+) -> Iterator[_Landed]:
+    """Runs hour by hour without making their samples: an hour's aggregate is
+    :func:`aggregate_hour` of its count of the run's value, once per value and count."""
+    texts: dict[tuple[float, int], str] = {}
+    for key, labels, run in items:
+        hours, values, counts = [], [], []
+        i = 0
+        while i < run.count:
+            t = run.start + i * run.step
+            hour = t - t % HOUR
+            after = min(run.count, -(-(hour + HOUR - run.start) // run.step))  # first index past
+            n = after - i
+            text = texts.get((run.value, n))
+            if text is None:
+                text = texts[run.value, n] = prom_value(aggregate_hour(rule, [run.value] * n, step))
+            hours.append(hour)
+            values.append(text)
+            counts.append(n)
+            i = after
+        if hours:
+            yield key, labels, hours, values, counts
 
 
 def _series(
@@ -173,12 +223,24 @@ def _series(
     for labels, chunks in series:
         kept = {"cluster": cluster, **{k: v for k, v in labels.items() if k != "__name__" and v}}
         out = dict(sorted(kept.items()))
-        entry = merged.get(key := series_key(out))
+        entry = merged.get(key := tuple(out.items()))  # series_key(out): out is sorted
         if entry is None:
             merged[key] = (out, list(chunks), False)
         else:
             merged[key] = (out, [*entry[1], *chunks], True)
     return merged
+
+
+def _landed(cluster: str, series: list, rule: str, step: int) -> Iterator[_Landed]:
+    # a metric's series of a cluster-day hour by hour: single runs apart, the rest as samples
+    runs, rest = [], []
+    for key, (labels, chunks, merged) in _series(cluster, series).items():
+        if len(chunks) == 1 and isinstance(chunks[0], Run):
+            runs.append((key, labels, chunks[0]))
+        else:
+            rest.append((key, labels, chunks, merged))
+    yield from _run_hours(runs, rule, step)
+    yield from _sample_hours(rest, rule, step)
 
 
 def hourly_group_day(
@@ -199,18 +261,13 @@ def hourly_group_day(
         rule = hourly_rule(group, metric)
         landed[metric] = []
         counted = group == "dcgm" and metric in DCGM_METRICS
-        for key, (labels, chunks, merged) in _series(cluster, series).items():
-            values, counts = [], {}
-            for h, vs in _hour_values(chunks, merged):
-                values.append([h, prom_value(aggregate_hour(rule, vs, step))])
-                counts[h] = len(vs) * step
-            if not values:
-                continue
+        for key, labels, hours, texts, counts in _landed(cluster, series, rule, step):
+            values = [[h, text] for h, text in zip(hours, texts, strict=True)]
             landed[metric].append({"metric": {"__name__": metric, **labels}, "values": values})
             if counted:
                 first = seconds.setdefault(key, (labels, {}))[1]
-                for h, n in counts.items():
-                    first.setdefault(h, n)
+                for h, n in zip(hours, counts, strict=True):
+                    first.setdefault(h, n * step)
     if group == "dcgm":
         landed[DCGM_SECONDS_METRIC] = [
             {
@@ -220,6 +277,19 @@ def hourly_group_day(
             for labels, counts in seconds.values()
         ]
     return landed
+
+
+def matrix_text(series: list[dict]) -> str:
+    """``json.dumps(matrix_document(series), separators=(",", ":"))``, written a series at a time:
+    the values of landed series are ``[int, str]`` pairs whose strings need no escaping
+    (:func:`prom_value`'s), so each pair is formatted directly."""
+    head, tail = json.dumps(matrix_document([]), separators=(",", ":")).split("[]")
+    parts = []
+    for s in matrix_document(series)["data"]["result"]:
+        labels = json.dumps(s["metric"], separators=(",", ":"))
+        values = ",".join([f'[{h},"{v}"]' for h, v in s["values"]])
+        parts.append(f'{{"metric":{labels},"values":[{values}]}}')
+    return f"{head}[{','.join(parts)}]{tail}"
 
 
 def write_hourly_group_day(
@@ -234,6 +304,6 @@ def write_hourly_group_day(
     folder.mkdir(parents=True, exist_ok=True)
     landed = hourly_group_day(group, cluster, by_metric, step)
     for metric, series in landed.items():
-        text = json.dumps(matrix_document(series), separators=(",", ":"))
+        text = matrix_text(series)
         (folder / f"{metric.replace(':', '_')}.json").write_text(text, encoding="utf-8")
     return len(landed)
