@@ -8,6 +8,13 @@ PromQL (``gpucost.commands.collect.hourly_queries``), :func:`aggregate_hour` int
 gets :data:`DCGM_SECONDS_METRIC` (samples x step per series and hour, the hour's GPU time).
 Series carry the ``cluster`` label of their folder (as the backfilled Prometheus's series do,
 gpucost.commands.openmetrics); values are rendered as Prometheus's API renders them.
+
+The generator hands each series over as :data:`Chunk` s: the raw files' JSON fragments, or, on
+the hourly path, their unrendered twins (DCGM samples as arrays, gpucost.synth.telemetry_arrays;
+kube-state-metrics series as :class:`Run` s of one value; serving counters as arrays). Every
+chunk is read as the values its fragment would parse to, so the hours, groups and aggregates are
+the same whichever form came (tests/python/test_hourly_fast.py); :func:`aggregate_hour` is the
+one place each rule is evaluated (per hour group; for a run, once per value and sample count).
 """
 
 from __future__ import annotations
