@@ -49,7 +49,7 @@ from gpucost.synth.common import iso, random_hex, sku_id
 from gpucost.synth.config import MonthConfig
 from gpucost.synth.fleet import add_shared_gpu_node, build_fleet, build_org
 from gpucost.synth.habits import assign_habit_tags, build_habits
-from gpucost.synth.hourly import write_hourly_group_day
+from gpucost.synth.hourly import run_chunks, write_hourly_group_day
 from gpucost.synth.inventory import write_org, write_pod_specs, write_truth
 from gpucost.synth.reference import (
     DCGM_METRICS,
@@ -72,8 +72,16 @@ from gpucost.synth.scheduling import (
     shared_gpu_pods,
     stamp_creators,
 )
-from gpucost.synth.serving import serving_day
-from gpucost.synth.telemetry import Gap, cluster_dcgm_day, cluster_kube_day, write_matrix
+from gpucost.synth.serving import array_totals, serving_day, text_totals
+from gpucost.synth.telemetry import (
+    Gap,
+    cluster_dcgm_day,
+    cluster_kube_day,
+    text_run,
+    text_segments,
+    write_matrix,
+)
+from gpucost.synth.telemetry_arrays import array_segments
 from gpucost.synth.volumes import build_volume_claims, claim_storage, volume_kube_day
 
 __all__ = [
@@ -249,6 +257,11 @@ def generate_month(
     existing_gpu_s = 0
     sku_cache = {it.name: sku_id(f"{it.name}/BoxUsage") for it in INSTANCE_TYPES}
 
+    # the hourly path renders no sample: arrays and runs go straight to the hourly aggregates
+    hourly = config.resolution == "hourly"
+    segments, run = (array_segments, run_chunks) if hourly else (text_segments, text_run)
+    totals = array_totals if hourly else text_totals
+
     def land(folder: Path, group: str, cluster: str, by_metric: dict[str, list]) -> int:
         """One cluster-day of a group's series: raw, or as the collector's hourly files."""
         if config.resolution == "hourly":
@@ -268,16 +281,25 @@ def generate_month(
                 pods_today = by_day.pop((cl.idx, d), [])
                 day_pods += sum(1 for p in pods_today if min(p.end, window_end) > day_start)
                 drng = random.Random(f"{seed}/dcgm/{cl.name}/{date}")
-                dcgm, n = cluster_dcgm_day(cl, pods_today, day_start, step, window_end, gap, drng)
+                dcgm, n = cluster_dcgm_day(
+                    cl, pods_today, day_start, step, window_end, gap, drng, segments
+                )
                 day_samples += n
                 files += land(out_dir / "metrics" / "dcgm" / cl.name / date, "dcgm", cl.name, dcgm)
                 del dcgm
-                kube = cluster_kube_day(cl, pods_today, day_start, step, window_end)
-                kube |= volume_kube_day(cl, claims, pods_today, day_start, step, window_end)
+                kube = cluster_kube_day(cl, pods_today, day_start, step, window_end, run)
+                kube |= volume_kube_day(cl, claims, pods_today, day_start, step, window_end, run)
                 files += land(out_dir / "metrics" / "kube" / cl.name / date, "kube", cl.name, kube)
                 del kube
                 serving = serving_day(
-                    pods_today, day_start, step, window_end, seed, cl.tz_hours, serving_states
+                    pods_today,
+                    day_start,
+                    step,
+                    window_end,
+                    seed,
+                    cl.tz_hours,
+                    serving_states,
+                    render=totals,
                 )
                 if serving:
                     folder = out_dir / "metrics" / "serving" / cl.name / date

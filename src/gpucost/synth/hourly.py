@@ -8,16 +8,27 @@ PromQL (``gpucost.commands.collect.hourly_queries``), :func:`aggregate_hour` int
 gets :data:`DCGM_SECONDS_METRIC` (samples x step per series and hour, the hour's GPU time).
 Series carry the ``cluster`` label of their folder (as the backfilled Prometheus's series do,
 gpucost.commands.openmetrics); values are rendered as Prometheus's API renders them.
+
+The generator hands each series over as :data:`Chunk` s: the raw files' JSON fragments, or, on
+the hourly path, their unrendered twins (DCGM samples as arrays, gpucost.synth.telemetry_arrays;
+kube-state-metrics series as :class:`Run` s of one value; serving counters as arrays). Every
+chunk is read as the values its fragment would parse to, so the hours, groups and aggregates are
+the same whichever form came (tests/python/test_hourly_fast.py); :func:`aggregate_hour` is the
+one place each rule is evaluated (per hour group; for a run, once per value and sample count).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+import numpy as np
 
 from gpucost.synth.reference import DCGM_METRICS
 
@@ -90,70 +101,180 @@ def matrix_document(series: Iterable[dict]) -> dict[str, Any]:
     }
 
 
-def _samples(fragments: list[str]) -> list[list]:
-    # [[t, "v"], ...]: the generator writes whole-second times, read back as ints
-    text = ",".join([f for f in fragments if f])
-    return json.loads(f"[{text}]") if text else []
+@dataclass(frozen=True, slots=True)
+class Run:
+    """``count`` samples of one ``value``, ``step`` seconds apart from ``start``: a constant series
+    (kube-state-metrics' ``1``, a request, a start time) without a string or float per sample."""
+
+    start: int
+    step: int
+    count: int
+    value: float
 
 
-def _hours(
-    cluster: str, series: list[tuple[dict[str, str], list[str]]]
-) -> dict[tuple, tuple[dict[str, str], dict[int, list[float]]]]:
+# A series' samples in time order: times (int64) and values (float64).
+Samples = tuple[np.ndarray, np.ndarray]
+
+
+class SampleSource(Protocol):
+    """Samples made on demand (gpucost.synth.telemetry_arrays fills a cluster-day's at once)."""
+
+    def samples(self) -> Samples: ...
+
+
+# A piece of a series: pre-rendered ``[t,"v"]`` JSON fragments (what the raw files hold), a
+# :class:`Run`, or samples (arrays, or a source of them).
+Chunk = str | Run | Samples | SampleSource
+# One landed series of a cluster-day: (its key, labels, hours, value strings, samples per hour).
+_Landed = tuple[tuple, dict[str, str], list[int], list[str], list[int]]
+
+
+def run_chunks(start: int, step: int, count: int, value: str) -> list[Run]:
+    """The hourly twin of a rendered run of ``count`` samples of ``value`` (nothing when none):
+    the chunks :func:`hourly_group_day` reads as it would read the fragments."""
+    return [Run(start, step, count, float(value))] if count > 0 else []
+
+
+def _arrays(chunk: Chunk) -> Samples:
+    if isinstance(chunk, Run):
+        times = chunk.start + chunk.step * np.arange(chunk.count, dtype=np.int64)
+        return times, np.full(chunk.count, chunk.value)
+    if isinstance(chunk, str):  # [t,"v"],...: the generator writes whole-second times
+        pairs = json.loads(f"[{chunk}]") if chunk else []
+        times = np.array([t for t, _ in pairs], dtype=np.int64)
+        return times, np.array([float(v) for _, v in pairs], dtype=np.float64)
+    if isinstance(chunk, tuple):
+        return chunk
+    return chunk.samples()
+
+
+def _series_samples(chunks: list[Chunk], merged: bool) -> Samples:
+    """A series' samples in time order. The chunks of one series are in time order; those of
+    ``merged`` series (the same labels twice) are put in time order, as Prometheus holds them as
+    one series."""
+    parts = [_arrays(c) for c in chunks]
+    if len(parts) == 1:
+        times, values = parts[0]
+    else:
+        times = np.concatenate([t for t, _ in parts]) if parts else np.empty(0, np.int64)
+        values = np.concatenate([v for _, v in parts]) if parts else np.empty(0)
+    if merged:
+        order = np.argsort(times, kind="stable")
+        return times[order], values[order]
+    if np.any(times[1:] < times[:-1]):
+        raise ValueError("samples out of time order")
+    return times, values
+
+
+def _sample_hours(
+    items: list[tuple[tuple, dict[str, str], list[Chunk], bool]], rule: str, step: int
+) -> Iterator[_Landed]:
+    """Series' samples hour by hour, all series of a metric at once: the hour groups are found
+    with numpy, each group's aggregate is :func:`aggregate_hour` of its values."""
+    parts = [_series_samples(chunks, merged) for _, _, chunks, merged in items]
+    if not parts:
+        return
+    times = np.concatenate([t for t, _ in parts])
+    if not len(times):
+        return
+    series = np.repeat(np.arange(len(parts)), [len(t) for t, _ in parts])
+    hours = times - times % HOUR
+    new = np.ones(len(times), dtype=bool)
+    new[1:] = (series[1:] != series[:-1]) | (hours[1:] != hours[:-1])
+    starts = np.flatnonzero(new)
+    bounds = np.append(starts, len(times)).tolist()
+    listed = np.concatenate([v for _, v in parts]).tolist()
+    texts = [
+        prom_value(aggregate_hour(rule, listed[a:b], step)) for a, b in itertools.pairwise(bounds)
+    ]
+    counts = np.diff(bounds).tolist()
+    group_hours = hours[starts].tolist()
+    cut = np.searchsorted(series[starts], np.arange(len(parts) + 1)).tolist()
+    for (key, labels, _, _), a, b in zip(items, cut[:-1], cut[1:], strict=True):
+        if b > a:
+            yield key, labels, group_hours[a:b], texts[a:b], counts[a:b]
+
+
+def _run_hours(
+    items: list[tuple[tuple, dict[str, str], Run]], rule: str, step: int
+) -> Iterator[_Landed]:
+    """Runs hour by hour without making their samples: an hour's aggregate is
+    :func:`aggregate_hour` of its count of the run's value, once per value and count."""
+    texts: dict[tuple[float, int], str] = {}
+    for key, labels, run in items:
+        hours, values, counts = [], [], []
+        i = 0
+        while i < run.count:
+            t = run.start + i * run.step
+            hour = t - t % HOUR
+            after = min(run.count, -(-(hour + HOUR - run.start) // run.step))  # first index past
+            n = after - i
+            text = texts.get((run.value, n))
+            if text is None:
+                text = texts[run.value, n] = prom_value(aggregate_hour(rule, [run.value] * n, step))
+            hours.append(hour)
+            values.append(text)
+            counts.append(n)
+            i = after
+        if hours:
+            yield key, labels, hours, values, counts
+
+
+def _series(
+    cluster: str, series: list[tuple[dict[str, str], list[Chunk]]]
+) -> dict[tuple, tuple[dict[str, str], list[Chunk], bool]]:
     # a metric's series of one cluster-day by their labels (without __name__, with the folder's
-    # cluster as the backfill gives it, empty values dropped as Prometheus drops them), each
-    # with its samples by hour (time order); series of the same labels are one, as in Prometheus
-    merged: dict[tuple, tuple[dict[str, str], list[list]]] = {}
-    for labels, fragments in series:
+    # cluster as the backfill gives it, empty values dropped as Prometheus drops them), with their
+    # chunks and whether the same labels came more than once (one series then, as in Prometheus)
+    merged: dict[tuple, tuple[dict[str, str], list[Chunk], bool]] = {}
+    for labels, chunks in series:
         kept = {"cluster": cluster, **{k: v for k, v in labels.items() if k != "__name__" and v}}
         out = dict(sorted(kept.items()))
-        entry = merged.get(key := series_key(out))
+        entry = merged.get(key := tuple(out.items()))  # series_key(out): out is sorted
         if entry is None:
-            merged[key] = (out, _samples(fragments))
-        else:  # the same labels twice: one series, in time order
-            entry[1].extend(_samples(fragments))
-            entry[1].sort(key=lambda sample: sample[0])
-    result = {}
-    for key, (labels, samples) in merged.items():
-        hours: dict[int, list[float]] = {}
-        current, values, last = -1, [], -1
-        for t, v in samples:
-            if t < last:
-                raise ValueError(f"samples out of time order in {labels}")
-            last = t
-            if t - t % HOUR != current:
-                current = t - t % HOUR
-                values = hours.setdefault(current, [])
-            values.append(float(v))
-        if hours:
-            result[key] = (labels, hours)
-    return result
+            merged[key] = (out, list(chunks), False)
+        else:
+            merged[key] = (out, [*entry[1], *chunks], True)
+    return merged
+
+
+def _landed(cluster: str, series: list, rule: str, step: int) -> Iterator[_Landed]:
+    # a metric's series of a cluster-day hour by hour: single runs apart, the rest as samples
+    runs, rest = [], []
+    for key, (labels, chunks, merged) in _series(cluster, series).items():
+        if len(chunks) == 1 and isinstance(chunks[0], Run):
+            runs.append((key, labels, chunks[0]))
+        else:
+            rest.append((key, labels, chunks, merged))
+    yield from _run_hours(runs, rule, step)
+    yield from _sample_hours(rest, rule, step)
 
 
 def hourly_group_day(
     group: str,
     cluster: str,
-    by_metric: dict[str, list[tuple[dict[str, str], list[str]]]],
+    by_metric: dict[str, list[tuple[dict[str, str], list[Chunk]]]],
     step: int,
 ) -> dict[str, list[dict]]:
-    """One cluster-day of a group's raw series ({metric: [(labels, pre-rendered ``[t,"v"]``
-    fragments)]}, every metric of the group) as the collector lands them hourly: {landed metric:
-    [{"metric": labels, "values": [[hour, value string], ...]}]}, the DCGM group with
-    :data:`DCGM_SECONDS_METRIC` too: ``(count_over_time(m1[1h]) or count_over_time(m2[1h]) ...)
-    * step``, i.e. per label set and hour the first DCGM metric's count that has one."""
+    """One cluster-day of a group's raw series ({metric: [(labels, chunks)]}, every metric of the
+    group; chunks as :data:`Chunk`: the raw files' fragments or their unrendered twins) as the
+    collector lands them hourly: {landed metric: [{"metric": labels, "values": [[hour, value
+    string], ...]}]}, the DCGM group with :data:`DCGM_SECONDS_METRIC` too:
+    ``(count_over_time(m1[1h]) or count_over_time(m2[1h]) ...) * step``, i.e. per label set and
+    hour the first DCGM metric's count that has one."""
     landed: dict[str, list[dict]] = {}
-    seconds: dict[tuple, tuple[dict[str, str], dict[int, float]]] = {}
+    seconds: dict[tuple, tuple[dict[str, str], dict[int, int]]] = {}
     for metric, series in by_metric.items():
         rule = hourly_rule(group, metric)
         landed[metric] = []
-        for key, (labels, hours) in _hours(cluster, series).items():
-            values = [
-                [h, prom_value(aggregate_hour(rule, vs, step))] for h, vs in sorted(hours.items())
-            ]
+        counted = group == "dcgm" and metric in DCGM_METRICS
+        for key, labels, hours, texts, counts in _landed(cluster, series, rule, step):
+            values = [[h, text] for h, text in zip(hours, texts, strict=True)]
             landed[metric].append({"metric": {"__name__": metric, **labels}, "values": values})
-            if group == "dcgm" and metric in DCGM_METRICS:
-                counts = seconds.setdefault(key, (labels, {}))[1]
-                for h, vs in hours.items():
-                    counts.setdefault(h, len(vs) * step)
+            if counted:
+                first = seconds.setdefault(key, (labels, {}))[1]
+                for h, n in zip(hours, counts, strict=True):
+                    first.setdefault(h, n * step)
     if group == "dcgm":
         landed[DCGM_SECONDS_METRIC] = [
             {
@@ -165,11 +286,24 @@ def hourly_group_day(
     return landed
 
 
+def matrix_text(series: list[dict]) -> str:
+    """``json.dumps(matrix_document(series), separators=(",", ":"))``, written a series at a time:
+    the values of landed series are ``[int, str]`` pairs whose strings need no escaping
+    (:func:`prom_value`'s), so each pair is formatted directly."""
+    head, tail = json.dumps(matrix_document([]), separators=(",", ":")).split("[]")
+    parts = []
+    for s in matrix_document(series)["data"]["result"]:
+        labels = json.dumps(s["metric"], separators=(",", ":"))
+        values = ",".join([f'[{h},"{v}"]' for h, v in s["values"]])
+        parts.append(f'{{"metric":{labels},"values":[{values}]}}')
+    return f"{head}[{','.join(parts)}]{tail}"
+
+
 def write_hourly_group_day(
     folder: Path,
     group: str,
     cluster: str,
-    by_metric: dict[str, list[tuple[dict[str, str], list[str]]]],
+    by_metric: dict[str, list[tuple[dict[str, str], list[Chunk]]]],
     step: int,
 ) -> int:
     """Write :func:`hourly_group_day` into ``folder`` as the collector writes its files (one
@@ -177,6 +311,6 @@ def write_hourly_group_day(
     folder.mkdir(parents=True, exist_ok=True)
     landed = hourly_group_day(group, cluster, by_metric, step)
     for metric, series in landed.items():
-        text = json.dumps(matrix_document(series), separators=(",", ":"))
+        text = matrix_text(series)
         (folder / f"{metric.replace(':', '_')}.json").write_text(text, encoding="utf-8")
     return len(landed)

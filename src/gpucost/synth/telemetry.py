@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,8 +31,41 @@ class Gap:
     end: int
 
 
+# One run of samples of one GPU (its tenant or None, the GPU, its instance type, the consecutive
+# step times) -> its UTIL, FB_USED, POWER_USAGE and GR_ENGINE_ACTIVE chunks, drawing from the
+# cluster-day's random stream: JSON fragments (_segment_values) or arrays (telemetry_arrays).
+SegmentFn = Callable[[Pod | None, Gpu, InstanceType, list[int]], tuple]
+# (the cluster-day's random stream, step, the cluster's UTC offset in seconds) -> a SegmentFn for
+# the block; the stream goes on after it
+Segments = Callable[[random.Random, int, int], AbstractContextManager[SegmentFn]]
+# (first time, step, count, value) -> the chunks of a run of one constant value
+RunFn = Callable[[int, int, int, str], list]
+
+
+@contextmanager
+def text_segments(rng: random.Random, step: int, tz: int) -> Iterator[SegmentFn]:
+    """The raw files' segments: :func:`_segment_values`, JSON fragments."""
+
+    def segment(pod: Pod | None, gpu: Gpu, itype: InstanceType, ts: list[int]) -> tuple:
+        return _segment_values(pod, gpu, itype, ts, rng, step, tz)
+
+    yield segment
+
+
+def text_run(start: int, step: int, count: int, value: str) -> list[str]:
+    """A run of one value as one JSON fragment (``[t,"v"],...``; empty when ``count`` <= 0)."""
+    return [",".join([f'[{t},"{value}"]' for t in range(start, start + count * step, step)])]
+
+
+def daily_cycle(t: int, tz: int) -> float:
+    """The inference load's daily shape at ``t`` (``tz``: UTC offset, seconds): 0 at 03:00 local,
+    1 at 15:00."""
+    hour = ((t + tz) % SECONDS_PER_DAY) / 3600.0
+    return 0.5 - 0.5 * math.cos((hour - 3.0) / 24.0 * 2 * math.pi)  # peak mid-afternoon
+
+
 def _shared_node_series(
-    node: Node, pods: list[Pod], ts: list[int], rng: random.Random, step: int, tz: int
+    node: Node, pods: list[Pod], ts: list[int], segment: SegmentFn
 ) -> tuple[dict[str, list], int]:
     """DCGM series of the shared node for the steps ``ts``: one per MIG instance (GPU_I_ID /
     GPU_I_PROFILE and its pod), one per time-sliced replica on the same UUID, one per idle GPU."""
@@ -43,7 +77,7 @@ def _shared_node_series(
     for gpu in node.gpus:
         tenants: list[Pod | None] = list(by_gpu.get(gpu.index, [])) or [None]
         for p in tenants:
-            vals = _segment_values(p, gpu, node.itype, ts, rng, step, tz)
+            vals = segment(p, gpu, node.itype, ts)
             extra: dict[str, str] = {}
             if p is not None:
                 extra = {"container": p.containers[0].name, "namespace": p.namespace, "pod": p.name}
@@ -79,8 +113,7 @@ def _utils(pod: Pod | None, ts: list[int], rnd: Callable[[], float], step: int, 
     if kind == "inference":
         lo, amp, noise = prof["lo"], prof["hi"] - prof["lo"], prof["noise"] * 2
         for t in ts:
-            hour = ((t + tz) % SECONDS_PER_DAY) / 3600.0
-            cyc = 0.5 - 0.5 * math.cos((hour - 3.0) / 24.0 * 2 * math.pi)  # peak mid-afternoon
+            cyc = daily_cycle(t, tz)
             u = lo + amp * cyc + (rnd() - 0.5) * noise
             append(0 if u < 0 else 100 if u > 100 else int(u + 0.5))
         return out
@@ -169,11 +202,26 @@ def cluster_dcgm_day(
     window_end: int,
     gap: Gap | None,
     rng: random.Random,
+    segments: Segments = text_segments,
+) -> tuple[dict[str, list], int]:
+    """The DCGM series of one cluster-day, {metric: [(labels, chunks)]}, and the samples they hold.
+    ``segments`` renders the samples (JSON fragments by default), drawing from ``rng``."""
+    with segments(rng, step, cluster.tz_hours * 3600) as segment:
+        return _dcgm_day(cluster, day_pods, day_start, step, window_end, gap, segment)
+
+
+def _dcgm_day(
+    cluster: Cluster,
+    day_pods: list[Pod],
+    day_start: int,
+    step: int,
+    window_end: int,
+    gap: Gap | None,
+    segment: SegmentFn,
 ) -> tuple[dict[str, list], int]:
     n_steps = SECONDS_PER_DAY // step
     day_end = day_start + SECONDS_PER_DAY
     ts = list(range(day_start, day_end, step))
-    tz = cluster.tz_hours * 3600
     out: dict[str, list] = {m: [] for m in DCGM_METRICS}
     samples = 0
     by_node: dict[int, list[Pod]] = {}
@@ -186,7 +234,7 @@ def cluster_dcgm_day(
         k0 = max(0, (node.join - day_start) // step)
         if node.reserved:
             window = ts[k0 : min(n_steps, (window_end - day_start) // step)]
-            shared, n = _shared_node_series(node, by_node.get(node.idx, []), window, rng, step, tz)
+            shared, n = _shared_node_series(node, by_node.get(node.idx, []), window, segment)
             for metric, series in shared.items():
                 out[metric].extend(series)
             samples += n
@@ -223,7 +271,7 @@ def cluster_dcgm_day(
             series: dict[str, tuple[Pod | None, list, list, list, list]] = {}
             for ks, ke, p in segs:
                 tslice = ts[ks:ke]
-                vals = _segment_values(p, gpu, node.itype, tslice, rng, step, tz)
+                vals = segment(p, gpu, node.itype, tslice)
                 key = p.uid if p is not None else ""
                 entry = series.get(key)
                 if entry is None:
@@ -246,16 +294,22 @@ def cluster_dcgm_day(
 
 
 def cluster_kube_day(
-    cluster: Cluster, day_pods: list[Pod], day_start: int, step: int, window_end: int
+    cluster: Cluster,
+    day_pods: list[Pod],
+    day_start: int,
+    step: int,
+    window_end: int,
+    run: RunFn = text_run,
 ) -> dict[str, list]:
+    """The kube-state-metrics series of one cluster-day, {metric: [(labels, chunks)]}: each
+    series a run of one value (``run`` renders it, JSON fragments by default)."""
     n_steps = SECONDS_PER_DAY // step
     day_end = day_start + SECONDS_PER_DAY
-    ts = list(range(day_start, day_end, step))
     out: dict[str, list] = {m: [] for m in KUBE_METRICS}
     cname = cluster.name
 
-    def pairs(ks: int, ke: int, value: str) -> list[str]:
-        return [",".join([f'[{t},"{value}"]' for t in ts[ks:ke]])]
+    def pairs(ks: int, ke: int, value: str) -> list:
+        return run(day_start + ks * step, step, ke - ks, value)
 
     for node in cluster.nodes:
         if node.join >= day_end:
@@ -330,6 +384,6 @@ def cluster_kube_day(
             for c in p.containers:
                 done = {**base, "__name__": "kube_pod_completion_time", "container": c.name}
                 out["kube_pod_completion_time"].append(
-                    (sorted_labels(done), [f'[{p.end},"{p.end}"]'])
+                    (sorted_labels(done), run(p.end, step, 1, str(p.end)))
                 )
     return out

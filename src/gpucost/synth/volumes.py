@@ -11,6 +11,7 @@ from gpucost.synth.common import random_hex, random_uuid, sorted_labels
 from gpucost.synth.fleet import Cluster
 from gpucost.synth.reference import SECONDS_PER_DAY, VOLUME_METRICS
 from gpucost.synth.scheduling import Pod
+from gpucost.synth.telemetry import RunFn, text_run
 
 
 @dataclass(slots=True)
@@ -79,15 +80,16 @@ def volume_kube_day(
     day_start: int,
     step: int,
     window_end: int,
+    run: RunFn = text_run,
 ) -> dict[str, list]:
-    """One day of the PV / PVC / pod-volume series of one cluster. The cluster's first (even)
-    index names disks by the EBS CSI volume handle, the other by the in-tree ebs_volume_id."""
+    """One day of the PV / PVC / pod-volume series of one cluster (each a run of ``1``s, rendered
+    by ``run``: JSON fragments by default). The cluster's first (even) index names disks by the
+    EBS CSI volume handle, the other by the in-tree ebs_volume_id."""
     n_steps = SECONDS_PER_DAY // step
-    ts = list(range(day_start, day_start + SECONDS_PER_DAY, step))
     out: dict[str, list] = {m: [] for m in VOLUME_METRICS}
 
-    def pairs(ks: int, ke: int) -> list[str]:
-        return [",".join([f'[{t},"1"]' for t in ts[ks:ke]])]
+    def pairs(ks: int, ke: int) -> list:
+        return run(day_start + ks * step, step, ke - ks, "1")
 
     cname = cluster.name
     mine = [c for c in claims if c.cluster is cluster]
