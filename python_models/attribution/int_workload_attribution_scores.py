@@ -39,7 +39,6 @@ def model(dbt, session):
         known_projects(records, mapping),
         training_days=config_number(training_days) or None,
         seed=int(config_number(seed, 0)),
-        declared=mapping,
     )
     shown, support = prepared.shown(), prepared.support()
     by_id = {str(r["workload_id"]): r for r in prepared.targets}

@@ -255,10 +255,7 @@ def test_an_accepted_suggestion_changes_the_next_build(generated_warehouse, tmp_
     )
     assert {(p, kind) for p, kind, _, _ in rejected_rows} == {("__unallocated__", "unallocated")}
     assert all(reason.endswith("_of_rejected_in_review") for _, _, reason, _ in rejected_rows)
-    # none of it lost: the same money, up to the last units (1e-18) of the bill lines it shares with
-    # the workloads split above (shared 3:1, lineage 2:1: more rows on those lines, over which each
-    # line's remainder units are dealt again); every bill line still reconciles exactly (below)
-    assert abs(sum(cost for *_, cost in rejected_rows) - rejected_cost) < Decimal("1e-15")
+    assert sum(cost for *_, cost in rejected_rows) == rejected_cost
     assert generated_warehouse.sql(
         "select bool_and(is_reconciled), sum(abs(billed_residual)) from marts.rpt_reconciliation",
         warehouse=rebuilt,

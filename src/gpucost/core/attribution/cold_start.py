@@ -66,10 +66,6 @@ class Declared:
             team_of,
         )
 
-    def projects_of(self, team: str) -> list[str]:
-        """The declared projects of ``team``, in sorted order."""
-        return sorted(p for p, t in self.team_of.items() if t == team)
-
     def match(self, record: Mapping[str, Any]) -> tuple[str | None, str | None, str]:
         """(the one project, the one team the workload's names single out, the terms that did)."""
         words = set(tokens(*(str(record.get(k) or "") for k in _NAMED)))
@@ -84,32 +80,6 @@ class Declared:
         if project is not None and self.team_of.get(project) not in (None, team):
             project = None
         return project, team, ", ".join(project_terms + team_terms)
-
-
-# where it runs, and what it is called: each a naming feature of its own (model.NAMING), so the
-# second stage learns once, for every project, what each is worth
-_WHERE = ("namespace",)
-_CALLED = ("pod", "created_by_name", "label_app")
-
-
-def naming_features(declared: Declared, record: Mapping[str, Any]) -> dict[str, float]:
-    """What the workload's own names declare, as votes for projects: ``ns_names=<project>`` for the
-    project its namespace singles out, ``ns_team=<project>`` for every project of the team its
-    namespace singles out (by the team's id or name, or through the project), ``name_team=`` the
-    same for the team its pod, owner and app names single out. A team that never tags has no
-    labelled workload in its namespace, so the regression never learns that namespace; the
-    second stage learns from every other team what a namespace naming a team is worth."""
-    features: dict[str, float] = {}
-    project, team, _ = declared.match({k: record.get(k) for k in _WHERE})
-    if project is not None:
-        features[f"ns_names={project}"] = 1.0
-    for prefix, found in (
-        ("ns_team", team),
-        ("name_team", declared.match({k: record.get(k) for k in _CALLED})[1]),
-    ):
-        for member in declared.projects_of(found) if found is not None else ():
-            features[f"{prefix}={member}"] = 1.0
-    return features
 
 
 @dataclass(frozen=True)

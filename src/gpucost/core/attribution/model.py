@@ -39,9 +39,6 @@ NAMING = (
     "pipeline_prev",
     "mentions",
     "label_close_to",
-    "ns_names",
-    "ns_team",
-    "name_team",
 )
 
 

@@ -17,13 +17,7 @@ from gpucost.core.attribution.calibration import (
     calibration_weights,
     threshold_for_accuracy,
 )
-from gpucost.core.attribution.cold_start import (
-    Declared,
-    Precision,
-    naming_features,
-    round_claim,
-    validate,
-)
+from gpucost.core.attribution.cold_start import Declared, Precision, round_claim, validate
 from gpucost.core.attribution.features import (
     UserInference,
     creator_user,
@@ -131,9 +125,7 @@ def attribute(
     the training labels only), so a hold-out workload's own label cannot move its raw prediction;
     the hold-out reads what the targets read: every other workload's label, on both sides.
     """
-    prepared = prepare(
-        records, known_projects, training_days=training_days, seed=seed, declared=declared
-    )
+    prepared = prepare(records, known_projects, training_days=training_days, seed=seed)
     records, labels, rules, targets = (
         prepared.records,
         prepared.labels,
@@ -320,10 +312,8 @@ def prepare(
     *,
     training_days: float | None,
     seed: int,
-    declared: Sequence[Mapping[str, Any]] | None = None,
 ) -> Prepared:
-    """What :func:`attribute` and a build that only scores (:class:`Scorer`) both read;
-    ``declared``: the org mapping's rows, whose names become features (:func:`naming_features`)."""
+    """What :func:`attribute` and a build that only scores (:class:`Scorer`) both read."""
     records = sorted(records, key=lambda r: str(r["workload_id"]))
     labels = {
         str(r["workload_id"]): str(r["known_project_id"])
@@ -345,8 +335,7 @@ def prepare(
     ]
     labelled = trailing_labelled(records, labels, training_days)
     labelled_ids = {str(r["workload_id"]) for r in labelled}
-    names = Declared.of(declared) if declared else None
-    views = _views(records, known_projects, targets, labelled_ids, seed, names)
+    views = _views(records, known_projects, targets, labelled_ids, seed)
     order = start_order(views.writers)
     known = {**rules, **labels}
     earlier = earlier_features(order, known, views.readers)
@@ -597,7 +586,6 @@ def _views(
     targets: Sequence[Mapping[str, Any]],
     labelled_ids: set[str],
     seed: int,
-    declared: Declared | None = None,
 ) -> _Views:
     """A labelled workload is shown masked like the targets (:func:`mask_draw`); a workload without
     a user label (or masked) reads history under its creator (:func:`creator_user`, not masked: it
@@ -635,8 +623,6 @@ def _views(
         readers[wid] = user
         if wid in wanted:
             static[wid] = static_features(view, known_projects)
-            if declared is not None:
-                static[wid].update(naming_features(declared, view))
     return _Views(static, writers, readers)
 
 
