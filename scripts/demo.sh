@@ -10,6 +10,8 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
+# bytecode cached on first import, so dbt's later runs do not compile dbt and sklearn again (scripts/test.sh)
+unset PYTHONDONTWRITEBYTECODE
 echo "Installing gpucost and its pinned dependencies (dbt-core 1.11, dbt-duckdb 1.11) into .venv"
 .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test]"
 exec .venv/bin/gpucost demo --force "$@"
