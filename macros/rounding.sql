@@ -45,29 +45,40 @@
     ({{ int_div(units, parts) }} + case when {{ part_index }} < {{ units }} % {{ parts }} then 1 else 0 end)
 {%- endmacro %}
 
-{#- The exact split by given ratios, in SQL: each row of a partition gets its share of `amount` (the same
-    DECIMAL(38, 18) amount on every row of the partition, e.g. an origin charge's ListCost) by `ratio`
-    (DECIMAL(38, 18), >= 0, summing to exactly 1 over the partition), in 1e-18 units by the core's rule
-    (gpucost.core.split): every row gets floor(|amount| x ratio), the units left go one each to the
-    largest dropped fractions, ties by `tie_break`; a negative amount is split as its magnitude. The
-    product is exact without overflow: whole units x ratio has 18 places, the fraction (< 1) x ratio 36.
-    So the shares of an amount add up to it exactly. Null amount, null shares. -#}
-{% macro split_by_ratio(amount, ratio, partition_by, tie_break) -%}
+{#- The exact split by given ratios, in SQL, in two steps over two CTEs: each row of a partition gets its
+    share of `amount` (the same DECIMAL(38, 18) amount on every row of the partition, e.g. an origin
+    charge's ListCost) by `ratio` (DECIMAL(38, 18), >= 0, summing to exactly 1 over the partition), in
+    1e-18 units by the core's rule (gpucost.core.split): every row gets floor(|amount| x ratio), the units
+    left go one each to the largest dropped fractions, ties by `tie_break`; a negative amount is split as
+    its magnitude. The product is exact without overflow: whole units x ratio has 18 places, the fraction
+    (< 1) x ratio 36. So the shares of an amount add up to it exactly. Null amount, null shares.
+    split_by_ratio_terms(amount, ratio, name) is a select list: the magnitude, the floor share, the dropped
+    fraction and the sign as columns `<name>__magnitude`, ... ; split_by_ratio(name, partition_by,
+    tie_break), in a select over them, deals the units left. Apart, each term is computed once, and the
+    window sorts these few columns rather than every column of a wide relation (in the FOCUS export over
+    128 nodes x 30 days: 11.1 -> 6.7 s for four amounts on the same narrow rows). -#}
+{% macro split_by_ratio_terms(amount, ratio, name) -%}
     {%- set magnitude = 'abs(cast(' ~ amount ~ ' as ' ~ money_type() ~ '))' -%}
     {%- set ratio_exact = 'cast(' ~ ratio ~ ' as ' ~ money_type() ~ ')' -%}
     {%- set fraction_share = '(cast(' ~ magnitude ~ ' - trunc(' ~ magnitude ~ ') as ' ~ money_type() ~ ') * '
         ~ ratio_exact ~ ')' -%}
-    {%- set floor_share = '(cast(trunc(' ~ magnitude ~ ') as decimal(38, 0)) * ' ~ ratio_exact
-        ~ ' + trunc(' ~ fraction_share ~ ', 18))' -%}
+    {{ magnitude }} as {{ name }}__magnitude,
+    cast(trunc({{ magnitude }}) as decimal(38, 0)) * {{ ratio_exact }} + trunc({{ fraction_share }}, 18)
+        as {{ name }}__floor_share,
+    {{ fraction_share }} - trunc({{ fraction_share }}, 18) as {{ name }}__dropped,
+    case when {{ amount }} < 0 then -1 else 1 end as {{ name }}__sign
+{%- endmacro %}
+
+{% macro split_by_ratio(name, partition_by, tie_break) -%}
     cast(
-        case when {{ amount }} < 0 then -1 else 1 end * (
-            {{ floor_share }}
+        {{ name }}__sign * (
+            {{ name }}__floor_share
             + case
                 when row_number() over (
                     partition by {{ partition_by }}
-                    order by {{ fraction_share }} - trunc({{ fraction_share }}, 18) desc, {{ tie_break }}
+                    order by {{ name }}__dropped desc, {{ tie_break }}
                 ) * cast(0.000000000000000001 as {{ money_type() }})
-                <= {{ magnitude }} - sum({{ floor_share }}) over (partition by {{ partition_by }})
+                <= {{ name }}__magnitude - sum({{ name }}__floor_share) over (partition by {{ partition_by }})
                     then cast(0.000000000000000001 as {{ money_type() }})
                 else cast(0 as {{ money_type() }})
             end

@@ -23,6 +23,28 @@ charges as (
 
 ),
 
+allocated_ratios as (
+
+    select
+        allocation_id,
+        charge_id,
+        allocation_ratio
+    from {{ ref('fct_cost_allocation') }}
+
+),
+
+charge_metrics as (
+
+    select
+        charge_id,
+        list_cost,
+        contracted_cost,
+        pricing_quantity,
+        consumed_quantity
+    from {{ ref('int_bill_line_items') }}
+
+),
+
 gpu_usage as (
 
     -- GPU-hours of each workload on each GPU node line, under the allocation basis (one rule: fct_gpu_usage)
@@ -109,20 +131,52 @@ joined as (
 
 ),
 
-split as (
+split_terms as (
+
+    -- the terms of the split of the origin charge's summable metrics, on the few columns it reads: a
+    -- window sorts every column of its input, and over the wide joined rows the four windows were most
+    -- of this model's time and memory
+    select
+        allocated_ratios.allocation_id,
+        allocated_ratios.charge_id,
+        {{ split_by_ratio_terms('charge_metrics.list_cost', 'allocated_ratios.allocation_ratio', 'list_cost') }},
+        {{ split_by_ratio_terms(
+            'charge_metrics.contracted_cost', 'allocated_ratios.allocation_ratio', 'contracted_cost'
+        ) }},
+        {{ split_by_ratio_terms(
+            'charge_metrics.pricing_quantity', 'allocated_ratios.allocation_ratio', 'pricing_quantity'
+        ) }},
+        {{ split_by_ratio_terms(
+            'charge_metrics.consumed_quantity', 'allocated_ratios.allocation_ratio', 'consumed_quantity'
+        ) }}
+    from allocated_ratios
+    inner join charge_metrics on allocated_ratios.charge_id = charge_metrics.charge_id
+
+),
+
+split_metrics as (
 
     -- the origin charge's summable metrics, split exactly by the allocated ratio
     select
-        *,
-        {{ split_by_ratio('origin_list_cost', 'allocation_ratio', 'charge_id', 'allocation_id') }}
-            as list_cost,
-        {{ split_by_ratio('origin_contracted_cost', 'allocation_ratio', 'charge_id', 'allocation_id') }}
-            as contracted_cost,
-        {{ split_by_ratio('origin_pricing_quantity', 'allocation_ratio', 'charge_id', 'allocation_id') }}
-            as pricing_quantity,
-        {{ split_by_ratio('origin_consumed_quantity', 'allocation_ratio', 'charge_id', 'allocation_id') }}
-            as consumed_quantity
+        allocation_id,
+        {{ split_by_ratio('list_cost', 'charge_id', 'allocation_id') }} as list_cost,
+        {{ split_by_ratio('contracted_cost', 'charge_id', 'allocation_id') }} as contracted_cost,
+        {{ split_by_ratio('pricing_quantity', 'charge_id', 'allocation_id') }} as pricing_quantity,
+        {{ split_by_ratio('consumed_quantity', 'charge_id', 'allocation_id') }} as consumed_quantity
+    from split_terms
+
+),
+
+split as (
+
+    select
+        joined.*,
+        split_metrics.list_cost,
+        split_metrics.contracted_cost,
+        split_metrics.pricing_quantity,
+        split_metrics.consumed_quantity
     from joined
+    inner join split_metrics on joined.allocation_id = split_metrics.allocation_id
 
 ),
 
