@@ -11,23 +11,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
 
 import duckdb
 
+from gpucost.commands.benchmark import profile_settings
+
 
 def measure(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> str:
-    profile = Path(tempfile.mkdtemp()) / "profile.json"
-    con.execute("pragma enable_profiling = 'json'")
-    con.execute(f"pragma profiling_output = '{profile}'")
-    start = time.perf_counter()
-    con.execute(f"create or replace temp table {name} as {sql}")
-    wall = time.perf_counter() - start
-    con.execute("pragma disable_profiling")
-    report = json.loads(profile.read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory() as folder:
+        profile = Path(folder) / "profile.json"
+        con.execute("pragma enable_profiling = 'json'")
+        con.execute(f"pragma profiling_output = '{profile}'")
+        start = time.perf_counter()
+        con.execute(f"create or replace temp table {name} as {sql}")
+        wall = time.perf_counter() - start
+        con.execute("pragma disable_profiling")
+        report = json.loads(profile.read_text(encoding="utf-8"))
     cpu = report["query"]["cpu_time"]
     peak = report["system"]["peak_buffer_memory"] / 1e9
     return f"{name}: {wall:.1f} s wall, {cpu:.1f} s CPU, peak buffer {peak:.2f} GB"
@@ -41,8 +43,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     con = duckdb.connect(args.warehouse)
-    con.execute(f"set threads = {int(os.environ.get('GPUCOST_THREADS', '2'))}")
-    con.execute("set memory_limit = ?", [os.environ.get("GPUCOST_MEMORY_LIMIT", "8GB")])
+    threads, memory_limit = profile_settings()
+    con.execute(f"set threads = {threads}")
+    con.execute("set memory_limit = ?", [memory_limit])
     for _ in range(args.repeat):
         for name, path in (("old", args.old), ("new", args.new)):
             print(measure(con, name, path.read_text(encoding="utf-8")), flush=True)

@@ -135,7 +135,8 @@ split_terms as (
 
     -- the terms of the split of the origin charge's summable metrics, on the few columns it reads: a
     -- window sorts every column of its input, and over the wide joined rows the four windows were most
-    -- of this model's time and memory
+    -- of this model's time. Read from their own import CTEs, not from allocations / charges: DuckDB
+    -- then kept those wide CTEs materialised for two readers (peak buffer 6.7 against 5.9 GB)
     select
         allocated_ratios.allocation_id,
         allocated_ratios.charge_id,
