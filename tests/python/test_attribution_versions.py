@@ -186,15 +186,29 @@ def test_a_rebuild_scores_nothing_until_retrain_is_asked_then_names_the_new_vers
 
     monkeypatch.setattr(Scorer, "score", counted)
     path = generated_warehouse.copy("versions")
+    # the predictions, and every model from the workloads' owners to the allocation mart
+    downstream = ("int_workload_attribution_predictions", "int_workloads+,+fct_cost_allocation")
+    # the session month's model places nothing at the default 0.97 target (its most confident
+    # prediction is about 0.94) and it has no project nobody tags: at a 0.9 target it places some
+    # money, whose allocation rows must name the version (a settings change: a second version)
+    target = "gpucost_attribution_target_accuracy: 0.9"
+    settle = generated_warehouse.dbt(
+        "run", "--select", *ATTRIBUTION, *downstream, "--vars", f"{{{target}}}", warehouse=path
+    )
+    assert settle.returncode == 0, settle.stdout[-4000:]
     ((before, targets),) = generated_warehouse.sql(
         "select (select list(model_version) from intermediate.int_attribution_model_versions),"
         " (select count(*) from intermediate.int_workload_attribution_scores"
-        "  where scored_set = 'undeclared')"
+        "  where scored_set = 'undeclared')",
+        warehouse=path,
     )
-    assert len(before) == 1 and targets > 0
-    original = _scores(generated_warehouse, generated_warehouse.path)
+    assert len(before) == 2 and targets > 0
+    original = _scores(generated_warehouse, path)
+    scored.clear()
 
-    rerun = generated_warehouse.dbt("run", "--select", *ATTRIBUTION, warehouse=path)
+    rerun = generated_warehouse.dbt(
+        "run", "--select", *ATTRIBUTION, "--vars", f"{{{target}}}", warehouse=path
+    )
     assert rerun.returncode == 0, rerun.stdout[-4000:]
     assert scored == [0]
     assert generated_warehouse.sql(
@@ -207,11 +221,9 @@ def test_a_rebuild_scores_nothing_until_retrain_is_asked_then_names_the_new_vers
         "run",
         "--select",
         *ATTRIBUTION,
-        "int_workload_attribution_predictions",
-        "int_workloads",
-        "fct_cost_allocation",
+        *downstream,
         "--vars",
-        "{gpucost_attribution_retrain: true}",
+        f"{{gpucost_attribution_retrain: true, {target}}}",
         warehouse=path,
     )
     assert forced.returncode == 0, forced.stdout[-4000:]
@@ -221,7 +233,7 @@ def test_a_rebuild_scores_nothing_until_retrain_is_asked_then_names_the_new_vers
         " arg_max(retrain_reason, version_sequence) from intermediate.int_attribution_model_versions",
         warehouse=path,
     )
-    assert (versions, reason) == (2, "forced") and newest not in before
+    assert (versions, reason) == (3, "forced") and newest not in before
     assert generated_warehouse.sql(
         "select distinct attribution_model_version from intermediate.int_workload_attribution_scores",
         warehouse=path,

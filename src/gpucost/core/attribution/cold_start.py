@@ -4,7 +4,8 @@ A team that never tags has projects with no labelled workload, so the model cann
 org mapping still lists them: project ids and names, team ids and names. A workload whose own
 names (namespace, pod, owner, app: where it runs and what it is called) single out **one** declared
 project is that project's; one whose names single out one team (by the team's id or name, or every
-project they name being that team's) is that team's.
+project they name being that team's) is that team's. Only for a project or team the model cannot
+name (gpucost.core.attribution.pipeline._cold_start): a known one is the model's, sure or not.
 
 The path measures itself before it places anything (:func:`validate`): it is applied to the
 labelled workloads, and its money-weighted precision there, per level, is what it claims. It places
