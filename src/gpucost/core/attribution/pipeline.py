@@ -115,10 +115,10 @@ def attribute(
     for the training workloads, the checkpoint's for the hold-out) names another project at least
     that sure is a suspected mislabel (``suspected``): listed for review, its tag still wins.
 
-    With ``declared`` (the org mapping's rows: project and team ids and names), a workload neither
-    level placed whose own names single out one declared project (or team) goes to it, when that
-    path's precision measured on the labelled workloads reaches the level's target
-    (:mod:`.cold_start`; ``cold_start``: what it measured).
+    With ``declared`` (the org mapping's rows: project and team ids and names), a workload whose
+    own names single out one declared project (or team) that the model cannot name (no labelled
+    workload) goes to it, when that path's precision measured on the labelled workloads reaches the
+    level's target (:mod:`.cold_start`; ``cold_start``: what it measured).
 
     History features read neighbours on both sides (:func:`history_features`). No feature the
     measured checkpoint is fitted on reads a hold-out label (a training workload's later side reads
