@@ -12,7 +12,9 @@ from gpucost.core.attribution import attribute
 from gpucost.core.attribution.pipeline import prepare
 from gpucost.core.attribution.versions import (
     decode_state,
+    decode_workload_ids,
     encode_state,
+    encode_workload_ids,
     feature_fingerprint,
     label_fingerprint,
     retrain_reason,
@@ -70,19 +72,41 @@ def test_a_state_that_is_not_one_is_refused_in_one_line(text):
         decode_state(text)
 
 
-def test_label_fingerprint_counts_labels_up_to_the_horizon_only():
+def test_label_fingerprint_counts_the_labels_of_the_workloads_the_version_read_only():
     records = _cold_records(40, seed=4)
+    read = decode_workload_ids(encode_workload_ids(records))
+    assert read == {r["workload_id"] for r in records}
+    base = label_fingerprint(records)
+    assert label_fingerprint(records, read) == base
+    # a workload the version never read, labelled or not, is new data and no label change, even
+    # when it started before the version's horizon (its telemetry landed late)
     horizon = max(r["started_epoch"] for r in records)
-    base = label_fingerprint(records, horizon)
-    assert label_fingerprint(records) == base
-    # a later workload (new data), labelled or not, is not a label change
-    later = {**records[0], "workload_id": "c/nlp/new/uid", "started_epoch": horizon + 60}
-    assert label_fingerprint([*records, later], horizon) == base
-    # an override on an earlier workload, a label corrected or removed, is
+    for start in (horizon + 60, horizon - 86_400):
+        late = {**records[0], "workload_id": "c/nlp/new/uid", "started_epoch": start}
+        assert label_fingerprint([*records, late], read) == base
+        assert label_fingerprint([*records, late]) != base  # over every workload, it would be
+    # an override on a workload it read, a label corrected or removed, is; so is a labelled one gone
     labelled = next(r for r in records if r["known_project_id"])
     for value in ("summarizer" if labelled["known_project_id"] != "summarizer" else "rag", None):
         changed = [{**r, "known_project_id": value} if r is labelled else r for r in records]
-        assert label_fingerprint(changed, horizon) != base
+        assert label_fingerprint(changed, read) != base
+    unlabelled = next(r for r in records if not r["known_project_id"])
+    overridden = [{**r, "known_project_id": "rag"} if r is unlabelled else r for r in records]
+    assert label_fingerprint(overridden, read) != base
+    assert label_fingerprint([r for r in records if r is not labelled], read) != base
+    assert label_fingerprint([r for r in records if r is not unlabelled], read) == base
+
+
+def test_the_workloads_read_are_stored_compactly_and_a_missing_set_is_none():
+    ids = [
+        {"workload_id": f"k8s/cluster-a/ns-{i % 7}/pod-{i:05d}/uid-{i * 7919:08x}"}
+        for i in range(5000)
+    ]
+    text = encode_workload_ids(ids)
+    assert text.isascii() and len(text) < 12 * len(ids)
+    assert decode_workload_ids(text) == {r["workload_id"] for r in ids}
+    assert decode_workload_ids(encode_workload_ids([])) == frozenset()
+    assert decode_workload_ids(None) is None
 
 
 CURRENT = {"label_fingerprint": "L", "settings_fingerprint": "S", "data_last_start_epoch": 1000.0}

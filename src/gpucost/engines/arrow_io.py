@@ -170,6 +170,7 @@ VERSIONS_SCHEMA = pa.schema(
         ("holdout_expected_calibration_error", pa.float64()),
         ("model_state", pa.string()),
         ("evaluation_rows", pa.string()),
+        ("read_workload_ids", pa.string()),
     ]
 )
 

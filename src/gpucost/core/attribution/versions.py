@@ -13,7 +13,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import zlib
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,17 +56,37 @@ def latest_start(records: Iterable[Mapping[str, Any]]) -> float:
     return max((start_epoch(r) for r in records), default=0.0)
 
 
-def label_fingerprint(records: Iterable[Mapping[str, Any]], through: float | None = None) -> str:
+def label_fingerprint(
+    records: Iterable[Mapping[str, Any]], among: Collection[str] | None = None
+) -> str:
     """The training labels (valid labels and overrides: ``known_project_id``) of the workloads
-    started at or before ``through`` (None: all). A label added, changed or removed on such a
-    workload changes it; a workload that starts later (new data) does not."""
+    ``among`` (None: all; :func:`decode_workload_ids` of a version's ``read_workload_ids``). A label
+    added, changed or removed on such a workload changes it, as does such a labelled workload gone;
+    a workload the version never read does not, whenever it started (new data: a new day, or a late
+    file whose workloads started before the version's horizon)."""
     return digest(
         sorted(
             (str(r["workload_id"]), str(r["known_project_id"]))
             for r in records
-            if r.get("known_project_id") and (through is None or start_epoch(r) <= through)
+            if r.get("known_project_id") and (among is None or str(r["workload_id"]) in among)
         )
     )
+
+
+def encode_workload_ids(records: Iterable[Mapping[str, Any]]) -> str:
+    """The workloads a training read, for the next build's :func:`label_fingerprint`: their sorted
+    ids, one per line, zlib-compressed and base64 (ASCII; about 10 bytes a workload)."""
+    text = "\n".join(sorted({str(r["workload_id"]) for r in records}))
+    return base64.b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii")
+
+
+def decode_workload_ids(value: str | None) -> frozenset[str] | None:
+    """:func:`encode_workload_ids`' set back (None without one: a version stored before it was kept,
+    whose labels are then compared over every workload)."""
+    if not value:
+        return None
+    text = zlib.decompress(base64.b64decode(value.encode("ascii"), validate=True)).decode("utf-8")
+    return frozenset(text.split("\n")) if text else frozenset()
 
 
 MAPPING_FIELDS = ("project_id", "team_id", "project_name", "team_name")  # what training reads
@@ -108,8 +129,8 @@ def retrain_reason(
     """Why this build trains a new version, or None to keep ``current``.
 
     ``current``: the latest version's row (None: no version yet), ``labels``: the label
-    fingerprint over the workloads up to its horizon (:func:`label_fingerprint` with ``through``
-    its ``data_last_start_epoch``), ``settings``: :func:`settings_fingerprint`, ``horizon``: the
+    fingerprint over the workloads that version read (:func:`label_fingerprint` ``among`` its
+    ``read_workload_ids``), ``settings``: :func:`settings_fingerprint`, ``horizon``: the
     latest workload start now. The schedule counts workload time (``horizon`` minus the version's
     horizon), not wall time: the same landing zone then gives the same versions whenever it is
     built. A retrain_days of 0 retrains whenever a later workload arrived; None: no schedule."""
@@ -288,8 +309,8 @@ def version_row(
 ) -> dict[str, Any]:
     """The row of int_attribution_model_versions for one training (without its state and
     evaluation rows; ``state``: their fingerprint): id, sequence, why, fingerprints, horizon,
-    training window (first and last start of the labelled workloads it read), counts, thresholds
-    and the time hold-out's figures
+    training window (first and last start of the labelled workloads it read), counts, thresholds,
+    the time hold-out's figures and the workloads it read (:func:`encode_workload_ids`)
     (GPU-hour-weighted: money is allocated downstream of the model; int_workload_attribution_quality
     weighs the same rows by money)."""
     horizon = latest_start(records)
@@ -332,6 +353,7 @@ def version_row(
         "holdout_accuracy": report.accuracy_auto,
         "holdout_accuracy_all": report.accuracy_all,
         "holdout_expected_calibration_error": report.ece,
+        "read_workload_ids": encode_workload_ids(records),
     }
 
 
