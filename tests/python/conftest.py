@@ -253,7 +253,7 @@ def pytest_collection_modifyitems(config, items):
     `--dist loadgroup`. A test that uses a module-scoped (or wider) fixture of this suite is grouped
     by its module, so that fixture is built once, on one worker; the session warehouses are shared by
     all workers (landing_zones.shared) and do not count. Any other test is a group of its own, so the
-    two workers share out even one module's long tests (test_idempotency's six builds).
+    two workers share out even one module's long tests (test_idempotency's builds).
 
     pytest-xdist (3.8) tells its controller a test's group by appending ``@<group>`` to
     ``item._nodeid``, which pytest 9.2 no longer reads (a node id is ``item._id``, a NodeId): the
