@@ -23,6 +23,7 @@ from gpucost.engines.arrow_io import (
     config_number,
     config_text,
     rows_of,
+    stored_columns,
     table_of,
 )
 
@@ -54,8 +55,8 @@ def model(dbt, session):
     previous = []
     if dbt.is_incremental:
         # the workloads the latest version read (a table from before they were kept: none)
-        stored = session.sql(f"select * from {dbt.this} limit 0").columns
-        read = "read_workload_ids" if "read_workload_ids" in stored else "null"
+        kept = "read_workload_ids" in stored_columns(dbt, session)
+        read = "read_workload_ids" if kept else "null"
         previous = rows_of(
             session.sql(
                 "select model_version, version_sequence, label_fingerprint, settings_fingerprint,"

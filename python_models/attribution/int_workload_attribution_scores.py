@@ -14,7 +14,13 @@ import json
 from gpucost.core.attribution import known_projects, prediction_rows
 from gpucost.core.attribution.pipeline import prepare
 from gpucost.core.attribution.versions import decode_state, feature_fingerprint, to_score
-from gpucost.engines.arrow_io import ATTRIBUTION_SCHEMA, config_number, rows_of, table_of
+from gpucost.engines.arrow_io import (
+    ATTRIBUTION_SCHEMA,
+    config_number,
+    rows_of,
+    stored_columns,
+    table_of,
+)
 
 
 def model(dbt, session):
@@ -45,8 +51,7 @@ def model(dbt, session):
     fingerprints = {w: feature_fingerprint(shown[w], support.get(w), r) for w, r in by_id.items()}
     # the rows earlier builds scored (none on a full refresh, or from before versions existed)
     kept = {}
-    old = dbt.is_incremental and session.sql(f"from {dbt.this} limit 0").columns
-    if old and "feature_fingerprint" in old:
+    if "feature_fingerprint" in stored_columns(dbt, session):
         undeclared = session.sql(f"from {dbt.this} where scored_set = 'undeclared'")
         kept = {r["workload_id"]: r for r in rows_of(undeclared)}
     previous = {

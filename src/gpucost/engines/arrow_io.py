@@ -209,6 +209,14 @@ def config_number(value: Any, default: float | None = None) -> float | None:
     return default if text is None else float(text)
 
 
+def stored_columns(dbt: Any, session: Any) -> frozenset[str]:
+    """The columns of an incremental Python model's table as stored before this build (none on a
+    first build or a full refresh): a column added to the model since is read only where it is."""
+    if not dbt.is_incremental:
+        return frozenset()
+    return frozenset(session.sql(f"from {dbt.this} limit 0").columns)
+
+
 def rows_of(relation_or_table: Any) -> list[dict[str, Any]]:
     """Rows of an Arrow table, or of anything with ``.arrow()`` / ``.to_arrow_table()`` /
     ``.toArrow()``.
