@@ -45,12 +45,18 @@ GPUCOST_LANDING_DIR="$scratch/landing" GPUCOST_WAREHOUSE="$scratch/lint.duckdb" 
     | { grep -v -E '^(nanobind: |See https://nanobind| - leaked | - \.\.\. skipped remainder)' || true; }
 
 echo "== dbt parse"
-GPUCOST_WAREHOUSE="$scratch/parse.duckdb" \
-    .venv/bin/dbt parse --project-dir . --profiles-dir . --target-path "$scratch/target" >/dev/null
+# laid out as the tests' parse is (tests/python/landing_zones.py parse_template: the warehouse named
+# relative to dbt's working folder, one thread as under pytest-xdist), so pytest starts from this parse
+root="$PWD"
+mkdir -p "$scratch/parse/landing"
+(cd "$scratch/parse" && GPUCOST_LANDING_DIR="$scratch/parse/landing" GPUCOST_WAREHOUSE=gpucost.duckdb \
+    GPUCOST_THREADS=1 GPUCOST_DUCKDB_THREADS=1 "$root/.venv/bin/dbt" parse --project-dir "$root" \
+    --profiles-dir "$root" --target-path "$scratch/parse/target" --log-path "$scratch/parse/logs" >/dev/null)
+export GPUCOST_TEST_PARSE_SEED="$scratch/parse/target/partial_parse.msgpack"
 
 echo "== dbt-score and dbt-bouncer (the parsed manifest: docs, keys, layers; docs/dbt-conventions.md)"
-.venv/bin/dbt-score lint --manifest "$scratch/target/manifest.json" --show failing-items
-DBT_PROJECT_DIR="$scratch" .venv/bin/dbt-bouncer run --config-file dbt-bouncer.yml --output-only-failures
+.venv/bin/dbt-score lint --manifest "$scratch/parse/target/manifest.json" --show failing-items
+DBT_PROJECT_DIR="$scratch/parse" .venv/bin/dbt-bouncer run --config-file dbt-bouncer.yml --output-only-failures
 
 echo "== browser for the dashboard test (Debian chromium, playwright-core via npm ci)"
 bash scripts/install_browser.sh
