@@ -37,7 +37,6 @@ from gpucost.commands.attribution_truth import (
     team_scores,
     truth_rows,
 )
-from gpucost.core.attribution import attribute, evaluate, known_projects, project_teams
 
 
 def oracle_rows(warehouse: Path, truth_csv: Path, seed: int) -> list[Row]:
@@ -46,6 +45,8 @@ def oracle_rows(warehouse: Path, truth_csv: Path, seed: int) -> list[Row]:
     neighbour, labelled or not, read as if a rule had placed it. Not a training label; an
     information ceiling for what better history could add."""
     import duckdb
+
+    from gpucost.core.attribution import attribute, known_projects  # scikit-learn: on call
 
     truth = _truth(truth_csv)
     with duckdb.connect(str(warehouse), read_only=True) as con:
@@ -69,6 +70,8 @@ def time_training(warehouse: Path, workloads: int, seed: int) -> tuple[float, fl
     (teams, the hold-out of whole people, suspected mislabels, cold start) at the project's
     default targets."""
     import duckdb
+
+    from gpucost.core.attribution import attribute, project_teams
 
     with duckdb.connect(str(warehouse), read_only=True) as con:
         base = _rows(con, "select * from intermediate.int_workload_features order by workload_id")
@@ -119,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         from gpucost.commands.attribution_grid import run_grid
 
         return run_grid(args)
+    from gpucost.core.attribution import evaluate
     from gpucost.synth import MonthConfig, generate_month
 
     out = Path(args.out or tempfile.mkdtemp(prefix="gpucost-attribution-"))

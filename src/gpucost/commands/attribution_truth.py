@@ -11,9 +11,10 @@ import subprocess
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gpucost.core.attribution import Prediction
+if TYPE_CHECKING:  # scikit-learn is imported where a command trains, not for every command line
+    from gpucost.core.attribution import Prediction
 
 TARGETS = {"coverage": 0.95, "accuracy": 0.97, "ece": 0.03}
 
