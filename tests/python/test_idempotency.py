@@ -47,10 +47,10 @@ def fingerprints(
     """Each table's fingerprint; with ``landing``, the landed files' paths count relative to it (the
     bill lines keep the file and delivery folder they were read from: two copies of one landing
     zone hold the same lines under other paths)."""
-    prefix = "" if landing is None else f"{landing}/".replace("'", "''")
-    row = (
-        "cast(t as varchar)" if landing is None else f"replace(cast(t as varchar), '{prefix}', '')"
-    )
+    row = "cast(t as varchar)"
+    if landing is not None:
+        prefix = f"{landing}/".replace("'", "''")
+        row = f"replace({row}, '{prefix}', '')"
     with duckdb.connect(str(warehouse), read_only=True) as con:
         tables = [
             name
@@ -202,12 +202,10 @@ def test_an_incremental_run_with_late_telemetry_equals_a_full_refresh(
             " from intermediate.int_attribution_model_versions"
         ).fetchall()
     assert reasons == ["first", "schedule"]
-    incremental = (late_telemetry.warehouse, late_telemetry.landing)
-    full = (generated_warehouse.path, generated_warehouse.landing)
     for schema in ("intermediate", "marts"):
-        assert fingerprints(incremental[0], schema, incremental[1]) == fingerprints(
-            full[0], schema, full[1]
-        )
+        assert fingerprints(
+            late_telemetry.warehouse, schema, late_telemetry.landing
+        ) == fingerprints(generated_warehouse.path, schema, generated_warehouse.landing)
 
 
 def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(

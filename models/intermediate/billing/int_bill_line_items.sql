@@ -1,6 +1,6 @@
 -- A table, though the staging models it unions are views: eleven models and four data tests read it,
 -- and a view would type every bill line again for each of them (DuckDB planned the union of the six
--- formats' views in 0.4-1.5 s per read on a one-day month; docs/testing.md, what the test run costs).
+-- formats' views in 0.4-1.5 s per read on a one-day month; docs/testing.md, what made it cheaper).
 
 -- Every bill line of every format in one shape: FOCUS exports, the native AWS CUR, Azure, OCI and
 -- GCP reports and the on-prem cost lines, each typed by the same rules (typed_bill_charges), with its
