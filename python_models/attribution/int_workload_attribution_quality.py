@@ -6,8 +6,9 @@ the build's team threshold. person_holdout: the hold-out of whole people and nam
 that read none of their labels). support_class: per class of the workloads to score (user history /
 namespace history / launch signals only), their cost, coverage and estimated accuracy, and what
 both hold-outs measure in that class. cold_start: the declared-names path on its own (its precision
-on the labelled workloads, the untagged cost it placed). rpt_attribution_quality reads these rows
-and adds the build's untagged coverage."""
+on the labelled workloads, the untagged cost it placed). Every ECE comes with the band a perfectly
+calibrated model would show on the same rows (ece_if_calibrated, its median; _p90).
+rpt_attribution_quality reads these rows and adds the build's untagged coverage."""
 
 from decimal import Decimal
 
@@ -40,6 +41,8 @@ SCHEMA = pa.schema(
         ("accuracy_by_count", pa.float64()),
         ("mean_confidence", pa.float64()),
         ("expected_calibration_error", pa.float64()),
+        ("ece_if_calibrated", pa.float64()),
+        ("ece_if_calibrated_p90", pa.float64()),
     ]
 )
 

@@ -29,6 +29,7 @@ from gpucost.core.attribution import (
     tokens,
 )
 from gpucost.core.attribution.pipeline import _shown_features
+from gpucost.core.attribution.quality import calibrated_ece_band
 
 PROJECTS = ["rag-search", "summarizer", "detector-v2"]
 
@@ -595,6 +596,36 @@ def test_evaluate_hand_computed():
     (confusion,) = report.confusions
     assert (confusion.true_project_id, confusion.predicted_project_id) == ("a", "b")
     assert (confusion.workloads, confusion.cost, confusion.auto_cost) == (1, 5.0, 5.0)
+
+
+def test_a_calibrated_models_ece_band_is_wide_on_few_costly_workloads_and_narrow_on_many():
+    """What a perfectly calibrated model shows (calibrated_ece_band): on 40 workloads of which
+    one weighs as much as the rest, a large ECE; on 4,000 of equal weight, a small one. A model
+    whose 0.9 confidence is right half the time lies above the band; one that is calibrated (its
+    outcomes drawn with the stated probability, another seed) within it."""
+    rng = np.random.default_rng(3)
+    few = rng.uniform(0.5, 1.0, 40)
+    few_weight = np.r_[np.full(39, 1.0), 39.0]
+    median, p90 = calibrated_ece_band(few, few_weight)
+    assert median > 0.1 and p90 > median
+    assert calibrated_ece_band(few, few_weight) == (median, p90)  # seeded: the same every build
+    many = rng.uniform(0.5, 1.0, 4000)
+    many_median, many_p90 = calibrated_ece_band(many, np.ones(4000))
+    assert many_p90 < 0.03 and many_median < median / 4
+    assert calibrated_ece_band([], []) is None and calibrated_ece_band([0.9], [0.0]) is None
+
+    def rows(confidence, right_share, seed):
+        draw = np.random.default_rng(seed).random(len(confidence))
+        return [
+            ("a" if d < right_share(c) else "b", "a", float(c), 1.0)
+            for d, c in zip(draw, confidence, strict=True)
+        ]
+
+    over = evaluate(rows(np.full(400, 0.9), lambda c: 0.5, 1), threshold=None)
+    assert over.ece > over.ece_if_calibrated_p90  # evidence of miscalibration
+    honest = evaluate(rows(many[:400], lambda c: c, 2), threshold=None)
+    assert honest.ece <= honest.ece_if_calibrated_p90
+    assert honest.ece_if_calibrated <= honest.ece_if_calibrated_p90
 
 
 def test_quality_rows_hand_computed_exact_money():

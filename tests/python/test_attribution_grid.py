@@ -124,6 +124,14 @@ def test_grid_command_scores_a_month_against_the_truth(tmp_path, capsys) -> None
     assert float(row["team_coverage"]) == pytest.approx(float(placed / cost), abs=1e-12)
     if placed:
         assert float(row["team_accuracy"]) == pytest.approx(float(right / placed), abs=1e-12)
+    with duckdb.connect(str(month / "gpucost.duckdb"), read_only=True) as con:
+        ((ece, p90),) = con.sql(
+            "select expected_calibration_error, ece_if_calibrated_p90"
+            " from marts.rpt_attribution_quality where metric_group = 'person_holdout'"
+        ).fetchall()
+    # a month this small has too few labelled people to withhold: no figure, not a zero
+    assert ece is None and p90 is None
+    assert row["person_ece"] == row["person_ece_excess"] == ""
     for f in FIGURES:
         assert row[f.key] == worst[f.key]  # one month: it is the worst of every figure
     # the patchy month's compliance reached the truth: 70 % of the pods untagged
@@ -143,3 +151,20 @@ def test_the_claim_is_the_support_classes_estimates_weighted_by_the_cost_they_pl
     ]
     assert abs(claimed_accuracy(quality) - (0.98 * 300 + 0.90 * 100) / 400) < 1e-12
     assert claimed_accuracy(quality[:1]) == 0.99  # no support classes: the time hold-out's
+
+
+def test_the_people_hold_outs_ece_is_read_against_a_calibrated_models_p90():
+    from gpucost.commands.attribution_grid import person_ece
+
+    quality = [
+        {"metric_group": "holdout", "expected_calibration_error": 0.5},
+        {
+            "metric_group": "person_holdout",
+            "expected_calibration_error": Decimal("0.254858"),
+            "ece_if_calibrated_p90": Decimal("0.190102"),
+        },
+    ]
+    figures = person_ece(quality)
+    assert figures["person_ece"] == 0.254858
+    assert figures["person_ece_excess"] == pytest.approx(0.064756, abs=1e-12)
+    assert person_ece(quality[:1]) == {"person_ece": None, "person_ece_excess": None}

@@ -134,6 +134,18 @@ def test_quality_is_measured_on_a_time_based_holdout(generated_warehouse):
     )
     assert holdout_n == bins_n > 0
     assert 0 <= ece <= 1
+    # every ECE beside the band a perfectly calibrated model shows on the same workloads; the
+    # other groups (reliability bins, confusions, untagged coverage, cold start) have none
+    bands = generated_warehouse.sql(
+        "select metric_group, expected_calibration_error is not null, ece_if_calibrated,"
+        " ece_if_calibrated_p90 from marts.rpt_attribution_quality"
+        " where metric_group not in ('reliability', 'support_class')"
+    )
+    for group, measured, median, p90 in bands:
+        if group in ("holdout", "team_holdout", "person_holdout") and measured:
+            assert 0 <= median <= p90 <= 1, group
+        else:
+            assert median is None and p90 is None, group
     # held-out workloads all started after every workload the evaluation model trained on
     ((latest_train, earliest_test),) = generated_warehouse.sql(
         "select max(f.started_epoch) filter (where h.workload_id is null),"

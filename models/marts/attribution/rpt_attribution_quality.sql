@@ -5,7 +5,10 @@
 --                earlier, tested on the later ones), money-weighted by each workload's effective cost;
 --                coverage = share of that cost at or above the build's auto_threshold (derived from var
 --                gpucost_attribution_target_accuracy, or var gpucost_attribution_auto_threshold if null);
---                expected_calibration_error over ten equal-width confidence bins;
+--                expected_calibration_error over ten equal-width confidence bins, beside the ECE a perfectly
+--                calibrated model would show on the same workloads (ece_if_calibrated: the median of seeded
+--                draws, ece_if_calibrated_p90 their 90th percentile: an ECE within it is no evidence of
+--                miscalibration, a few costly workloads dominate a small hold-out);
 --   reliability  one row per confidence bin: mean confidence against accuracy;
 --   confusion    the five most costly (true project, predicted project) mistakes;
 --   person_holdout, support_class: int_workload_attribution_quality (the hold-out of whole people; per
@@ -111,7 +114,9 @@ untagged as (
         cast(null as double) as accuracy_all,
         cast(null as double) as accuracy_by_count,
         cast(null as double) as mean_confidence,
-        cast(null as decimal(9, 6)) as expected_calibration_error
+        cast(null as decimal(9, 6)) as expected_calibration_error,
+        cast(null as double) as ece_if_calibrated,
+        cast(null as double) as ece_if_calibrated_p90
     from untagged_levels
     group by 1, 2
 
@@ -134,7 +139,9 @@ unioned as (
         accuracy_all,
         accuracy_by_count,
         mean_confidence,
-        expected_calibration_error
+        expected_calibration_error,
+        ece_if_calibrated,
+        ece_if_calibrated_p90
     from quality
     union all
     select * from untagged
@@ -159,6 +166,8 @@ final as (
         cast(accuracy_by_count as decimal(9, 6)) as accuracy_by_count,
         cast(mean_confidence as decimal(9, 6)) as mean_confidence,
         cast(expected_calibration_error as decimal(9, 6)) as expected_calibration_error,
+        cast(ece_if_calibrated as decimal(9, 6)) as ece_if_calibrated,
+        cast(ece_if_calibrated_p90 as decimal(9, 6)) as ece_if_calibrated_p90,
         cast((select build_threshold.auto_threshold from build_threshold) as decimal(9, 6)) as auto_threshold,
         cast((select build_threshold.team_auto_threshold from build_threshold) as decimal(9, 6))
             as team_auto_threshold

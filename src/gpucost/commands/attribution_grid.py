@@ -65,7 +65,20 @@ FIGURES: tuple[Figure, ...] = (
     Figure("team_coverage", "team cov", True, "share of it placed on a team"),
     Figure("team_accuracy", "team acc", True, "share of the team-placed cost on the true team"),
     Figure("ece", "ECE", False, "calibration error of the untagged pods against the truth"),
-    Figure("holdout_ece", "hold ECE", False, "the build's hold-out ECE (rpt_attribution_quality)"),
+    Figure("holdout_ece", "hold ECE", False, "the build's time hold-out ECE (its quality mart)"),
+    Figure(
+        "person_ece",
+        "pers ECE",
+        False,
+        "the ECE of the build's hold-out of whole people and namespaces (person_holdout)",
+    ),
+    Figure(
+        "person_ece_excess",
+        "over p90",
+        False,
+        "pers ECE - the 90th percentile of what a perfectly calibrated model shows on the same"
+        " hold-out (ece_if_calibrated_p90): above 0, evidence of miscalibration",
+    ),
     Figure(
         "claimed_accuracy",
         "claimed",
@@ -76,6 +89,9 @@ FIGURES: tuple[Figure, ...] = (
     Figure("gap_to_target", "target gap", False, "target accuracy - delivered project accuracy"),
     Figure("ranking_bound", "bound", True, "coverage the best threshold could reach at target"),
 )
+
+
+SIGNED = {"gap_to_claim", "gap_to_target", "person_ece_excess"}  # printed with their sign
 
 
 def rank_months(months: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -104,7 +120,7 @@ def _cell(key: str, value: Any) -> str:
         return "-"
     if key == "untagged_cost":
         return f"{value:.2f}"
-    if key.startswith("gap"):
+    if key in SIGNED:
         return f"{100 * value:+.2f}%"
     return f"{100 * value:.2f}%"
 
@@ -166,12 +182,28 @@ def month_figures(
         "team_accuracy": team_accuracy,
         "ece": report.ece,
         "holdout_ece": _float(holdout.get("expected_calibration_error")),
+        **person_ece(quality),
         "claimed_accuracy": _float(claimed),
         "gap_to_claim": None
         if claimed is None or delivered is None
         else float(claimed) - delivered,
         "gap_to_target": None if delivered is None else target - delivered,
         "ranking_bound": coverage_at_accuracy(scored, target),
+    }
+
+
+def person_ece(quality: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The people hold-out's ECE (``person_ece``) and how far it lies above the 90th percentile of
+    a perfectly calibrated model's on the same hold-out (``person_ece_excess``); None for a build
+    without that hold-out (too few labelled people to withhold)."""
+    person = next((q for q in quality if q["metric_group"] == "person_holdout"), {})
+    ece, p90 = (
+        _float(person.get("expected_calibration_error")),
+        _float(person.get("ece_if_calibrated_p90")),
+    )
+    return {
+        "person_ece": ece,
+        "person_ece_excess": None if ece is None or p90 is None else ece - p90,
     }
 
 

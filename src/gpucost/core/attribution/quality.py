@@ -8,6 +8,13 @@ calls :func:`evaluate` on the untagged pods against the generator's truth.
 A row is (predicted project, true project, confidence, weight). The weight is the workload's
 money: a ``Decimal`` effective cost (the sums of money stay exact) or a float. Ratios are taken on
 the weights as floats (``math.fsum``: one correctly rounded sum, whatever the row order).
+
+An ECE measured on a few hundred workloads, weighted by money, is dominated by its costliest few:
+even a perfectly calibrated model shows a large one there. So every ECE comes with what a perfectly
+calibrated model would show on the same rows (:func:`calibrated_ece_band`: each workload right with
+the probability its confidence states, the same weights and bins, seeded draws): its median and its
+90th percentile. An ECE above that 90th percentile is evidence of miscalibration; one within the
+band is not, however large it looks.
 """
 
 from __future__ import annotations
@@ -18,10 +25,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
+
 from gpucost.core.attribution.features import NONE
 
 Row = tuple[str | None, str, float, Decimal | float]  # (predicted, true, confidence, weight)
 CONFUSIONS = 5  # the costliest (true, predicted) mistakes kept
+ECE_DRAWS = 200  # simulated outcomes behind calibrated_ece_band
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,9 @@ class QualityReport:
     accuracy_by_count: float | None  # share of the workloads right, unweighted
     mean_confidence: float | None  # weighted
     ece: float | None  # expected calibration error (weighted, equal-width bins)
+    # the ECE a perfectly calibrated model would show on these rows: median, 90th percentile
+    ece_if_calibrated: float | None
+    ece_if_calibrated_p90: float | None
     reliability: tuple[QualityBin, ...]  # the bins holding at least one workload, in order
     confusions: tuple[Confusion, ...]  # the costliest mistakes, costliest first
 
@@ -84,6 +97,35 @@ def _ratio(numerator: float, denominator: float) -> float | None:
 
 def _bin(confidence: float, bins: int) -> int:
     return min(math.floor(confidence * bins), bins - 1)
+
+
+def calibrated_ece_band(
+    confidences: Sequence[float],
+    weights: Sequence[float],
+    *,
+    bins: int = 10,
+    draws: int = ECE_DRAWS,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """The ECE of a perfectly calibrated model on these rows: each row right with probability its
+    confidence, over ``draws`` seeded draws, binned and weighted as :func:`evaluate` does. Returns
+    (median, 90th percentile); None without weight. Deterministic for the same rows."""
+    conf = np.clip(np.asarray(confidences, dtype=float), 0.0, 1.0)
+    weight = np.asarray(weights, dtype=float)
+    total = weight.sum()
+    if not len(conf) or total <= 0:
+        return None
+    index = np.minimum(np.floor(conf * bins).astype(int), bins - 1)
+    bin_weight = np.bincount(index, weights=weight, minlength=bins)
+    bin_conf = np.bincount(index, weights=weight * conf, minlength=bins)
+    right = np.random.default_rng(seed).random((draws, len(conf))) < conf
+    # per draw and bin: the weight of the rows right
+    bin_right = np.zeros((draws, bins))
+    for b in np.flatnonzero(bin_weight > 0):
+        bin_right[:, b] = right[:, index == b] @ weight[index == b]
+    gap = np.abs(bin_right - bin_conf)  # = bin weight x |accuracy - mean confidence|
+    ece = gap.sum(axis=1) / total
+    return float(np.median(ece)), float(np.quantile(ece, 0.9))
 
 
 def evaluate(rows: Iterable[Row], *, threshold: float | None, bins: int = 10) -> QualityReport:
@@ -137,6 +179,11 @@ def evaluate(rows: Iterable[Row], *, threshold: float | None, bins: int = 10) ->
         b.weight / total * b.calibration_error for b in table if b.calibration_error is not None
     ]
     ece = math.fsum(terms) if total and terms else None
+    band = (
+        calibrated_ece_band([r[2] for r in rows], [float(r[3]) for r in rows], bins=bins)
+        if ece is not None
+        else None
+    )
 
     mistakes: dict[tuple[str, str], list[Row]] = {}
     for row in rows:
@@ -156,6 +203,8 @@ def evaluate(rows: Iterable[Row], *, threshold: float | None, bins: int = 10) ->
         accuracy_by_count=_ratio(sum(p == t for p, t, _, _ in rows), len(rows)),
         mean_confidence=_ratio(math.fsum(c * float(w) for _, _, c, w in rows), total),
         ece=ece,
+        ece_if_calibrated=band[0] if band else None,
+        ece_if_calibrated_p90=band[1] if band else None,
         reliability=tuple(table),
         confusions=tuple(
             Confusion(t, p, len(part), cost(part), cost([r for r in part if is_auto(r)]))
@@ -184,6 +233,8 @@ def quality_rows(
             "accuracy_by_count",
             "mean_confidence",
             "expected_calibration_error",
+            "ece_if_calibrated",
+            "ece_if_calibrated_p90",
         )
     )
     rows: list[dict[str, Any]] = [
@@ -200,6 +251,8 @@ def quality_rows(
             "accuracy_by_count": report.accuracy_by_count,
             "mean_confidence": report.mean_confidence,
             "expected_calibration_error": report.ece,
+            "ece_if_calibrated": report.ece_if_calibrated,
+            "ece_if_calibrated_p90": report.ece_if_calibrated_p90,
         }
     ]
     if not details:
@@ -253,7 +306,8 @@ def support_class_rows(
     at or above ``threshold``, coverage), the **estimated** accuracy of that part (its weighted
     mean calibrated confidence: what the build claims for it), and what the hold-out workloads of
     the class measure (``held``: (class, predicted, true, confidence, weight) of both hold-outs):
-    ``accuracy_all`` their accuracy at the threshold, ``expected_calibration_error`` their ECE."""
+    ``accuracy_all`` their accuracy at the threshold, ``expected_calibration_error`` their ECE
+    (with the band a perfectly calibrated model would show on them)."""
     targets, held = list(targets), list(held)
     rows = []
     for name in classes:
@@ -281,6 +335,8 @@ def support_class_rows(
                 "accuracy_by_count": None,
                 "mean_confidence": _ratio(math.fsum(c * float(w) for c, w in mine), total),
                 "expected_calibration_error": measured.ece,
+                "ece_if_calibrated": measured.ece_if_calibrated,
+                "ece_if_calibrated_p90": measured.ece_if_calibrated_p90,
             }
         )
     return rows
@@ -317,6 +373,8 @@ def cold_start_rows(
                 "accuracy_by_count": None,
                 "mean_confidence": None,
                 "expected_calibration_error": None,
+                "ece_if_calibrated": None,
+                "ece_if_calibrated_p90": None,
             }
         )
     return rows
