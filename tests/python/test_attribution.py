@@ -609,6 +609,8 @@ def test_a_calibrated_models_ece_band_is_wide_on_few_costly_workloads_and_narrow
     median, p90 = calibrated_ece_band(few, few_weight)
     assert median > 0.1 and p90 > median
     assert calibrated_ece_band(few, few_weight) == (median, p90)  # seeded: the same every build
+    shuffled = rng.permutation(40)  # a build reads its rows in no fixed order
+    assert calibrated_ece_band(few[shuffled], few_weight[shuffled]) == (median, p90)
     many = rng.uniform(0.5, 1.0, 4000)
     many_median, many_p90 = calibrated_ece_band(many, np.ones(4000))
     assert many_p90 < 0.03 and many_median < median / 4

@@ -109,9 +109,12 @@ def calibrated_ece_band(
 ) -> tuple[float, float] | None:
     """The ECE of a perfectly calibrated model on these rows: each row right with probability its
     confidence, over ``draws`` seeded draws, binned and weighted as :func:`evaluate` does. Returns
-    (median, 90th percentile); None without weight. Deterministic for the same rows."""
+    (median, 90th percentile); None without weight. The same for the same rows in any order (they
+    are drawn for in one canonical order: a build reads its rows in no fixed order)."""
     conf = np.clip(np.asarray(confidences, dtype=float), 0.0, 1.0)
     weight = np.asarray(weights, dtype=float)
+    canonical = np.lexsort((weight, conf))
+    conf, weight = conf[canonical], weight[canonical]
     total = weight.sum()
     if not len(conf) or total <= 0:
         return None
