@@ -95,8 +95,9 @@ def _ratio(numerator: float, denominator: float) -> float | None:
     return numerator / denominator if denominator else None
 
 
-def _bin(confidence: float, bins: int) -> int:
-    return min(math.floor(confidence * bins), bins - 1)
+def _bins(confidences: np.ndarray, bins: int) -> np.ndarray:
+    """Each confidence's bin: min(floor(c * bins), bins - 1)."""
+    return np.minimum(np.floor(confidences * bins).astype(int), bins - 1)
 
 
 def calibrated_ece_band(
@@ -118,7 +119,7 @@ def calibrated_ece_band(
     total = weight.sum()
     if not len(conf) or total <= 0:
         return None
-    index = np.minimum(np.floor(conf * bins).astype(int), bins - 1)
+    index = _bins(conf, bins)
     bin_weight = np.bincount(index, weights=weight, minlength=bins)
     bin_conf = np.bincount(index, weights=weight * conf, minlength=bins)
     right = np.random.default_rng(seed).random((draws, len(conf))) < conf
@@ -155,8 +156,9 @@ def evaluate(rows: Iterable[Row], *, threshold: float | None, bins: int = 10) ->
         return math.fsum(float(w) for p, t, _, w in part if p == t)
 
     by_bin: dict[int, list[Row]] = {}
-    for row in rows:
-        by_bin.setdefault(_bin(row[2], bins), []).append(row)
+    indices = _bins(np.array([r[2] for r in rows], dtype=float), bins)
+    for row, index in zip(rows, indices, strict=True):
+        by_bin.setdefault(int(index), []).append(row)
     table = []
     for index in sorted(by_bin):
         part = by_bin[index]
