@@ -14,6 +14,7 @@ import narwhals as nw
 from gpucost.core.split import (
     MONEY,
     MONEY_COLUMNS,
+    checkpoint,
     first_row,
     optional_column,
     ratio_one,
@@ -83,6 +84,8 @@ def prorate_node_lines(
         )
         .with_columns(nw.col("workload_id").cast(nw.String), repr_key("workload_id").alias("_tie"))
     )
+    # computed once: the taken totals, the split and the complexity stage all read it
+    workloads = checkpoint(workloads)
     taken = workloads.group_by("charge_id").agg(
         nw.col("weight").sum().cast(nw.Int64).alias("_taken")
     )
@@ -98,6 +101,7 @@ def prorate_node_lines(
             .alias("_recorded"),
         )
     )
+    lines = checkpoint(lines)
     by_complexity = nw.col("_weighting") & (nw.col("_taken") > 0)
     money = lines.select("charge_id", *MONEY_COLUMNS)
     idle = lines.filter(nw.col("_idle") > 0).select(

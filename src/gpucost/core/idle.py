@@ -23,6 +23,7 @@ from gpucost.core.split import (
     MONEY,
     MONEY_COLUMNS,
     WeightBoundError,
+    checkpoint,
     exact_div,
     limb,
     narrowest_scope,
@@ -212,7 +213,10 @@ def claim_reserved_idle(
         .group_by("_scope")
         .agg(nw.col("_idle").sum().cast(nw.Int64).alias("_idle_total"))
     )
-    rows = rows.join(idle_totals, on="_scope", how="left").join(unused, on="_scope", how="left")
+    # each computed once (here and below): the claimed rows, the kept rows and the rest read them
+    rows = checkpoint(
+        rows.join(idle_totals, on="_scope", how="left").join(unused, on="_scope", how="left")
+    )
     eligible = ~nw.col("_unused").is_null() & (nw.col("_idle") > 0)
     claimed = rows.filter(eligible).with_columns(
         nw.min_horizontal(nw.col("_unused"), nw.col("_idle_total")).cast(nw.Int64).alias("_claimed")
@@ -233,7 +237,7 @@ def claim_reserved_idle(
         .join(holders, on="_scope", how="inner")
         .with_columns(repr_key("reservation_id", "team_id", "project_id").alias("_tie"))
     )
-    claimed = _scaled_half_up(claimed, "_claimed", "_idle_total", "_c_")
+    claimed = checkpoint(_scaled_half_up(claimed, "_claimed", "_idle_total", "_c_"))
     reserved = split_lines(
         claimed.select("charge_id", *(nw.col(f"_c_{c}").alias(c) for c in MONEY_COLUMNS)),
         holder_weights,
@@ -318,7 +322,7 @@ def spread_idle(
     """
     if policy not in IDLE_POLICIES:
         raise ValueError(f"unknown idle policy {policy!r}; expected one of {IDLE_POLICIES}")
-    kept = idle_rows.select("charge_id", *MONEY_COLUMNS)
+    kept = checkpoint(idle_rows.select("charge_id", *MONEY_COLUMNS))
 
     def whole_rows(frame: nw.LazyFrame, recipient: str, reason: str | None) -> nw.LazyFrame:
         return frame.select(
@@ -347,7 +351,7 @@ def spread_idle(
             nw.coalesce(nw.col("workload_id"), nw.col("recipient_group")).alias("_recipient")
         )
     )
-    chosen = narrowest_scope(idle_scopes, active.select("scope_key").unique())
+    chosen = checkpoint(narrowest_scope(idle_scopes, active.select("scope_key").unique()))
     idle_weights = chosen.join(active, on="scope_key", how="inner").with_columns(
         repr_key("owner_key", "_recipient").alias("_tie")
     )

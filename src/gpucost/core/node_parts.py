@@ -15,7 +15,7 @@ import narwhals as nw
 
 from gpucost.core.gpu_time import prorate_node_lines
 from gpucost.core.idle import spread_idle
-from gpucost.core.split import MONEY, MONEY_COLUMNS, split_lines
+from gpucost.core.split import MONEY, MONEY_COLUMNS, checkpoint, split_lines
 
 PARTS: tuple[str, ...] = ("gpu", "cpu", "memory")
 
@@ -104,7 +104,10 @@ def prorate_compute_parts(
         basis="requested",
         utilised=False,
     )
-    prorated = prorated.rename({"charge_id": "_key"}).join(origin, on="_key", how="inner")
+    # computed once: the placed rows, the idle rows and the spread's weights all read it
+    prorated = checkpoint(
+        prorated.rename({"charge_id": "_key"}).join(origin, on="_key", how="inner")
+    )
     placed = prorated.filter(nw.col("allocation_kind") != "idle").select(
         "charge_id",
         "resource_part",

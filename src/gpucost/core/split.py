@@ -90,9 +90,134 @@ def _split_money(
     row's exact share, for every name in ``money``.
 
     ``rows``: one row per (line, key) with ``weight`` (> 0) and ``total`` (the line's weight total).
-    Largest remainder per line and amount, ties by ``tie_key`` ascending. All amounts go through
-    each step together, so the plan's depth does not grow with their number.
+    Largest remainder per line and amount, ties by ``tie_key`` ascending (:func:`_add_left_units`).
+    On an engine with 128-bit integers (Polars) a line whose amounts x total weight stay below
+    :data:`WIDE_BOUND` is divided in one step (:func:`_split_money_wide`); every other line, and
+    every line on other engines (PySpark), by the base-1000 long division
+    (:func:`_split_money_limbs`). Both give the same units (tests/python/test_core_split.py).
     """
+    if rows.implementation is not nw.Implementation.POLARS:
+        return _split_money_limbs(rows, money, line_key, tie_key, weight, total)
+    fits = nw.lit(True)
+    for m in money:
+        whole = (nw.col(f"{m}_whole").abs() + 1).cast(nw.Int128)
+        fits = fits & (whole * nw.col(total).cast(nw.Int128) < WIDE_BOUND // _FRAC_UNIT)
+    rows = checkpoint(rows.with_columns(fits.alias("_wide")))
+    wide = _split_money_wide(
+        rows.filter(nw.col("_wide")).drop("_wide"), money, line_key, tie_key, weight, total
+    )
+    narrow = rows.filter(~nw.col("_wide")).drop("_wide")
+    if narrow.select(nw.len()).collect().item() == 0:
+        return wide
+    narrow = _split_money_limbs(narrow, money, line_key, tie_key, weight, total)
+    return nw.concat([wide, narrow.select(wide.collect_schema().names())], how="vertical")
+
+
+WIDE_BOUND = 10**38
+"""Amount (in 1e-18 units) x a line's total weight stays below this in the one-step split: under
+2**127 - 1 (about 1.7e38), so no 128-bit product overflows. A line with |whole| + 1 times its
+total weight below 1e20 is within it (about 30 million dollars over a trillion weight units)."""
+
+
+def _split_money_wide(
+    rows: nw.LazyFrame, money: Sequence[str], line_key: str, tie_key: str, weight: str, total: str
+) -> nw.LazyFrame:
+    """:func:`_split_money` in 128-bit integers: each amount's magnitude in 1e-18 units times the
+    row's weight, divided by the line's total (floor and remainder), then the largest-remainder
+    step, then back to signed (whole, frac)."""
+    pres = {m: f"_{m}_" for m in money}
+
+    def each(make) -> list[nw.Expr]:
+        return [expr for m in money for expr in make(m, pres[m])]
+
+    def magnitude(m: str, pre: str) -> list[nw.Expr]:
+        whole, frac = nw.col(f"{m}_whole"), nw.col(f"{m}_frac")
+        units = whole.cast(nw.Int128) * _FRAC_UNIT + frac.cast(nw.Int128)
+        sign = nw.when((whole < 0) | (frac < 0)).then(nw.lit(-1)).otherwise(nw.lit(1))
+        return [units.abs().alias(pre + "units"), sign.cast(nw.Int64).alias(pre + "sign")]
+
+    rows = rows.with_columns(*each(magnitude))
+
+    def divide(m: str, pre: str) -> list[nw.Expr]:
+        product = nw.col(pre + "units") * nw.col(weight).cast(nw.Int128)
+        total_128 = nw.col(total).cast(nw.Int128)
+        return [
+            (product // total_128).alias(pre + "q"),
+            (product % total_128).cast(nw.Int64).alias(pre + "carry"),
+        ]
+
+    rows = rows.with_columns(*each(divide))
+    sums = rows.group_by(line_key).agg(
+        *each(lambda m, pre: [nw.col(pre + "q").sum().alias(pre + "s")])
+    )
+    rows = rows.join(sums, on=line_key, how="left").with_columns(
+        *each(
+            lambda m, pre: [
+                (nw.col(pre + "units") - nw.col(pre + "s")).cast(nw.Int64).alias(pre + "left")
+            ]
+        )
+    )
+    rows = _add_left_units(rows, money, pres, line_key, tie_key, "q")
+
+    def signed(m: str, pre: str) -> list[nw.Expr]:
+        q = nw.col(pre + "q")
+        return [
+            ((q // _FRAC_UNIT).cast(nw.Int64) * nw.col(pre + "sign")).alias(f"{m}_whole"),
+            ((q % _FRAC_UNIT).cast(nw.Int64) * nw.col(pre + "sign")).alias(f"{m}_frac"),
+        ]
+
+    rows = rows.with_columns(*each(signed))
+    scratch = tuple(pres.values())
+    return rows.drop([c for c in rows.collect_schema().names() if c.startswith(scratch)])
+
+
+def _add_left_units(
+    rows: nw.LazyFrame,
+    money: Sequence[str],
+    pres: dict[str, str],
+    line_key: str,
+    tie_key: str,
+    quotient: str,
+) -> nw.LazyFrame:
+    """The largest-remainder step, written once: per line and amount, the ``<pre>left`` units the
+    floors left go one each to the rows with the largest remainders (``<pre>carry``), ties by
+    ``tie_key`` ascending; ``<pre><quotient>`` is the column of 1e-18 units that receives them."""
+
+    def each(make) -> list[nw.Expr]:
+        return [expr for m in money for expr in make(m, pres[m])]
+
+    rows = rows.with_columns(
+        *each(lambda m, pre: [(-nw.col(pre + "carry")).alias(pre + "neg_rem")])
+    )
+    rows = rows.with_columns(
+        *each(
+            lambda m, pre: [
+                nw.col(pre + "neg_rem")
+                .cum_count()
+                .over(line_key, order_by=[pre + "neg_rem", tie_key])
+                .alias(pre + "rank")
+            ]
+        )
+    )
+    return rows.with_columns(
+        *each(
+            lambda m, pre: [
+                (
+                    nw.col(pre + quotient)
+                    + nw.when(nw.col(pre + "rank") <= nw.col(pre + "left")).then(1).otherwise(0)
+                ).alias(pre + quotient)
+            ]
+        )
+    )
+
+
+def _split_money_limbs(
+    rows: nw.LazyFrame, money: Sequence[str], line_key: str, tie_key: str, weight: str, total: str
+) -> nw.LazyFrame:
+    """:func:`_split_money` by long division on base-1000 limbs, in 64-bit integers only (any
+    engine): no product overflows 64 bits and the only divisions are of an integer by a divisor
+    of it with a small quotient. All amounts go through each step together, so the plan's depth
+    does not grow with their number."""
     pres = {m: f"_{m}_" for m in money}
 
     def each(make) -> list[nw.Expr]:
@@ -155,31 +280,8 @@ def _split_money(
         return [left.alias(pre + "left")]
 
     rows = rows.with_columns(*each(left_units))
-    rows = rows.with_columns(
-        *each(lambda m, pre: [(-nw.col(pre + "carry")).alias(pre + "neg_rem")])
-    )
-    rows = rows.with_columns(
-        *each(
-            lambda m, pre: [
-                nw.col(pre + "neg_rem")
-                .cum_count()
-                .over(line_key, order_by=[pre + "neg_rem", tie_key])
-                .alias(pre + "rank")
-            ]
-        )
-    )
-    rows = rows.with_columns(
-        *each(
-            lambda m, pre: [
-                (
-                    nw.col(f"{pre}q0")
-                    + nw.when(nw.col(pre + "rank") <= nw.col(pre + "left")).then(1).otherwise(0)
-                )
-                .cast(nw.Int64)
-                .alias(f"{pre}q0")
-            ]
-        )
-    )
+    rows = _add_left_units(rows, money, pres, line_key, tie_key, "q0")
+    rows = rows.with_columns(*each(lambda m, pre: [nw.col(f"{pre}q0").cast(nw.Int64)]))
 
     # back to (whole, frac): the fraction digits' sum stays below 2.002e18 and carries at most 2
     # whole units; each whole digit's term is at most the amount itself, so nothing overflows
