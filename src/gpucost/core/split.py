@@ -8,12 +8,15 @@ converts at the engine boundary, :func:`money_columns` / :func:`money_value` in 
 
 :func:`split_lines` splits each line's amounts over its weight rows by largest remainder in 1e-18
 units (every row gets ``floor(amount x w / W)``, the units left go one each to the largest
-remainders, ties by the row core's key order, a credit split as its magnitude): long division on
-base-1000 limbs, so no product overflows 64 bits and the only divisions are of an integer by a
-divisor of it with a small quotient (engines that divide in double precision are off by a relative
-4e-16 at most, far less than the 0.5 the rounding to an integer forgives). That bounds a split's
-total weight (:data:`MAX_TOTAL_WEIGHT`, 4.6e15: about 53 million GPU-days in milliseconds; beyond
-it :class:`WeightBoundError`) and an amount's magnitude (9.2e18).
+remainders, ties by the row core's key order, a credit split as its magnitude). On Polars, a line
+whose amount x total weight stays below :data:`WIDE_BOUND` (1e38) is divided in one step in
+128-bit integers. Every other line, and every line on PySpark (no 128-bit integers), goes by long
+division on base-1000 limbs, so no product overflows 64 bits and the only divisions are of an
+integer by a divisor of it with a small quotient (engines that divide in double precision are off
+by a relative 4e-16 at most, far less than the 0.5 the rounding to an integer forgives). That
+bounds a split's total weight (:data:`MAX_TOTAL_WEIGHT`, 4.6e15: about 53 million GPU-days in
+milliseconds; beyond it :class:`WeightBoundError`) and an amount's magnitude (9.2e18). At 1,000
+nodes the one-step split is most of a split's rows; measured in docs/benchmarks.md.
 
 Invariant (property-tested against the reference row core, tests/python/reference): each line's
 returned shares sum exactly to the line, a share never has the opposite sign of its line, and the
