@@ -169,7 +169,10 @@ def test_growth_compares_tiers_of_the_same_resolution_only():
 def test_benchmark_resolution_reaches_the_generator_and_the_csv(tmp_path, monkeypatch):
     tiers = []
 
-    def fake_tier(project_dir, scratch, nodes, days, step, seed, machine, clusters, resolution):
+    def fake_tier(
+        project_dir, scratch, nodes, days, step, seed, machine, clusters, resolution, source
+    ):
+        assert source is None
         tiers.append((nodes, resolution))
         (scratch / benchmark.tier_folder(nodes, step, days, resolution)).mkdir()
         return {
@@ -190,3 +193,69 @@ def test_benchmark_resolution_reaches_the_generator_and_the_csv(tmp_path, monkey
         rows = list(csv.DictReader(handle))
     assert [(r["nodes"], r["resolution"]) for r in rows] == [("2", "hourly"), ("4", "hourly")]
     assert rows[1]["growth_data_ratio"] == "2.000000"
+
+
+def test_landing_shape_reads_days_and_resolution(tmp_path):
+    raw, hourly = tmp_path / "raw", tmp_path / "hourly"
+    for landing, days in (
+        (raw, ("2026-10-01", "2026-10-03")),
+        (hourly, ("2026-09-30", "2026-10-01")),
+    ):
+        for day in days:
+            (landing / "metrics" / "dcgm" / "c1" / day).mkdir(parents=True)
+    (raw / "metrics" / "dcgm" / "c1" / "2026-10-03" / "DCGM_FI_DEV_GPU_UTIL.json").write_text("{}")
+    seconds = hourly / "metrics" / "dcgm" / "c1" / "2026-10-01" / benchmark.HOURLY_SECONDS_FILE
+    seconds.write_text("{}")
+    # first to last day, a day without files in between included
+    assert benchmark.landing_shape(raw) == ("2026-10-01", 3, "raw")
+    assert benchmark.landing_shape(hourly) == ("2026-09-30", 2, "hourly")
+    single = tmp_path / "single"
+    (single / "metrics" / "kube" / "c1" / "2026-10-01").mkdir(parents=True)
+    with pytest.raises(ValueError, match="needs at least 2"):
+        benchmark.landing_shape(single)
+
+
+def test_benchmark_landing_takes_one_tier_and_a_real_landing(tmp_path, capsys):
+    args = ["benchmark", "--landing", str(tmp_path)]
+    assert main([*args, "--tiers", "2,4"]) == 2
+    assert "one value each" in capsys.readouterr().err
+    assert main([*args, "--tiers", "2"]) == 2
+    assert "no metrics/dcgm folder" in capsys.readouterr().err
+
+
+def test_benchmark_measures_a_given_landing_without_changing_it(tmp_path, monkeypatch):
+    """--landing: the copy is measured (floor for real; the dbt builds recorded, not run: the
+    builds themselves are tiny_run's), the landing itself is left as it was."""
+    from gpucost.synth import MonthConfig, generate_month
+
+    source = tmp_path / "landing"
+    generate_month(source, MonthConfig(seed=3, nodes=2, days=2, step_seconds=900))
+
+    def listing() -> dict[str, tuple[int, int]]:
+        return {
+            p.relative_to(source).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in source.rglob("*")
+            if p.is_file()
+        }
+
+    before, builds = listing(), []
+
+    def recorded_build(project_dir, landing, warehouse, work, log):
+        builds.append(sorted({p.name for p in landing.glob("metrics/*/*/*")}))
+        return 0, 1.0, 100.0
+
+    monkeypatch.setattr(benchmark, "run_dbt_build", recorded_build)
+    monkeypatch.setattr(benchmark, "hourly_rows", lambda warehouse: 10 * len(builds))
+    out, scratch = tmp_path / "out", tmp_path / "scratch"
+    arguments = ["benchmark", "--landing", str(source), "--tiers", "2", "--steps", "900"]
+    assert main([*arguments, "--out", str(out), "--scratch", str(scratch)]) == 0
+    assert listing() == before
+    # the full build without the last day, the incremental one with it
+    assert builds == [["2026-10-01"], ["2026-10-01", "2026-10-02"]]
+    with (out / "benchmark.csv").open(newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert (row["nodes"], row["days"], row["resolution"], row["clusters"]) == ("2", "2", "raw", "2")
+    # not generated here: no generation time, seed or generator sample count to report
+    assert row["generate_s"] == row["seed"] == row["dcgm_samples_total"] == ""
+    assert int(row["dcgm_samples"]) > 0 and float(row["heldback_mb"]) > 0
+    assert not any(scratch.iterdir())  # the copy deleted without --keep

@@ -17,6 +17,10 @@ day's metrics back, and measures on this machine, in one run:
 - ``full_peak_rss_mb`` / ``incremental_peak_rss_mb``: the peak resident memory of the dbt process
   tree, sampled from ``/proc/<pid>/status`` every 0.2 s (see :func:`_run_measured`).
 
+With ``--landing DIR`` a landing zone written before (``gpucost generate``) is measured instead of
+a generated one: copied into the scratch folder, never changed (:func:`landing_shape` reads its
+days and resolution).
+
 It prints a table and the ratios (build / floor, incremental / full, tier-to-tier growth of time
 against growth of data) and writes ``benchmark.csv`` and a plot (``benchmark.png``, or
 ``benchmark.svg`` when Pillow is not importable) to ``--out``. It is a measurement, not a test: it
@@ -30,6 +34,7 @@ import contextlib
 import csv
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -178,6 +183,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--keep", action="store_true", help="keep the scratch data")
     parser.add_argument(
+        "--landing",
+        help="measure this landing zone (e.g. written once by `gpucost generate`) instead of "
+        "generating one: it is copied into the scratch folder and never changed; its first and "
+        "last metrics day set the days, its hourly DCGM files (if any) the resolution, and "
+        "--tiers / --steps (one value each) only label the row",
+    )
+    parser.add_argument(
         "--out", default="target/benchmark", help="results folder (default target/benchmark/)"
     )
     parser.set_defaults(func=cmd_benchmark)
@@ -253,6 +265,31 @@ def hold_back_last_day(landing: Path, held: Path, start: str, days: int) -> list
     if not moved:
         raise RuntimeError(f"no metrics folders for {last} under {landing}/metrics")
     return moved
+
+
+def landing_shape(landing: Path) -> tuple[str, int, str]:
+    """(first day, number of days, resolution) of a landed month: its metrics day folders
+    (``metrics/<kind>/<cluster>/<YYYY-MM-DD>/``) from the first to the last, and ``hourly`` when
+    its DCGM files include the collector's hourly sample-seconds series. ``ValueError`` (one
+    line) when it has fewer than two days of metrics."""
+    days = sorted(
+        {
+            p.name
+            for p in landing.glob("metrics/*/*/*")
+            if p.is_dir() and re.fullmatch(r"\d{4}-\d{2}-\d{2}", p.name)
+        }
+    )
+    if len(days) < 2:
+        raise ValueError(
+            f"{landing} has {len(days)} day(s) of metrics under metrics/<kind>/<cluster>/<day>/;"
+            " the benchmark needs at least 2 (one is held back)"
+        )
+    first, last = (datetime.fromisoformat(d) for d in (days[0], days[-1]))
+    hourly = any(landing.glob(f"metrics/dcgm/*/*/{HOURLY_SECONDS_FILE}"))
+    return days[0], (last - first).days + 1, "hourly" if hourly else "raw"
+
+
+HOURLY_SECONDS_FILE = "gpucost_dcgm_sample_seconds_1h.json"
 
 
 def land_held_back(landing: Path, held: Path) -> None:
@@ -425,8 +462,8 @@ def format_table(rows: list[dict]) -> str:
     for row in rows:
         lines.append(
             f"{row['nodes']:>5} {row['step_seconds']:>5} {row.get('resolution', 'raw'):>6} "
-            f"{row['days']:>4} "
-            f"{row['landing_mb']:>10.1f} {row['dcgm_samples']:>12,} {row['generate_s']:>7.1f} "
+            f"{row['days']:>4} {row['landing_mb']:>10.1f} {row['dcgm_samples']:>12,} "
+            f"{_fmt(row['generate_s'], 1):>7} "
             f"{row['floor_s']:>8.1f} {row['full_build_s']:>8.1f} {row['incremental_s']:>7.1f} "
             f"{max(row['full_peak_rss_mb'], row['incremental_peak_rss_mb']):>7.0f} "
             f"{_fmt(row['build_over_floor']):>10} {_fmt(row['incremental_over_full'], 3):>9} "
@@ -564,14 +601,22 @@ def benchmark_tier(
     nodes: int,
     days: int,
     step: int,
-    seed: int,
+    seed: int | None,
     machine: dict,
     clusters: int = 2,
     resolution: str = "raw",
+    source: Path | None = None,
 ) -> dict:
     from gpucost.synth import MonthConfig, generate_month
 
     start = "2026-10-01"
+    if source is not None:
+        # what the landing is, not what the flags say: the seed is unknown, the Kubernetes
+        # clusters counted
+        start, days, resolution = landing_shape(source)
+        kube = source / "metrics" / "kube"
+        clusters = sum(1 for p in kube.iterdir() if p.is_dir()) if kube.is_dir() else 0
+        seed = None
     threads, memory_limit = profile_settings()
     work = scratch / tier_folder(nodes, step, days, resolution)
     if work.exists():
@@ -581,25 +626,29 @@ def benchmark_tier(
         f", {resolution}" if resolution != "raw" else ""
     )
 
-    _say(f"{tag}: generating into {landing}")
-    started = time.perf_counter()
-    config = MonthConfig(
-        seed=seed,
-        nodes=nodes,
-        days=days,
-        step_seconds=step,
-        start=start,
-        clusters=clusters,
-        resolution=resolution,
-    )
-    summary = generate_month(landing, config)
-    generate_s = time.perf_counter() - started
+    generate_s: float | None = None
+    samples_total: int | None = None
+    if source is None:
+        _say(f"{tag}: generating into {landing}")
+        started = time.perf_counter()
+        config = MonthConfig(
+            seed=seed,
+            nodes=nodes,
+            days=days,
+            step_seconds=step,
+            start=start,
+            clusters=clusters,
+            resolution=resolution,
+        )
+        samples_total = generate_month(landing, config)["samples"]
+        generate_s = time.perf_counter() - started
+        _say(f"{tag}: generated {samples_total:,} DCGM samples in {generate_s:.1f}s")
+    else:
+        _say(f"{tag}: copying {source} into {landing} ({start}, {days} days)")
+        shutil.copytree(source, landing)
     hold_back_last_day(landing, held, start, days)
     landing_mb, heldback_mb = _tree_size_mb(landing), _tree_size_mb(held)
-    _say(
-        f"{tag}: generated {summary['samples']:,} DCGM samples in {generate_s:.1f}s; "
-        f"landing {landing_mb:.0f} MB (+{heldback_mb:.0f} MB held back: the last day's metrics)"
-    )
+    _say(f"{tag}: landing {landing_mb:.0f} MB (+{heldback_mb:.0f} MB held back: the last day)")
 
     floor_s, dcgm_files, samples, node_hours = measure_floor(landing, threads, memory_limit)
     _say(
@@ -644,7 +693,7 @@ def benchmark_tier(
         "heldback_mb": heldback_mb,
         "dcgm_files": dcgm_files,
         "dcgm_samples": samples,
-        "dcgm_samples_total": summary["samples"],
+        "dcgm_samples_total": samples_total,
         "floor_node_hours": node_hours,
         "floor_s": floor_s,
         "full_build_s": full_s,
@@ -668,6 +717,18 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     if args.days < 2:
         print("gpucost benchmark: --days must be >= 2 (one day is held back)", file=sys.stderr)
         return 2
+    source = Path(args.landing).resolve() if args.landing else None
+    if source is not None:
+        if len(args.tiers) != 1 or len(args.steps) != 1:
+            print(
+                "gpucost benchmark: with --landing, --tiers and --steps take one value each"
+                " (they label the row)",
+                file=sys.stderr,
+            )
+            return 2
+        if not (source / "metrics" / "dcgm").is_dir():
+            print(f"gpucost benchmark: {source} has no metrics/dcgm folder", file=sys.stderr)
+            return 2
     project_dir = find_project_dir()
     out_dir = Path(args.out)
     out_dir = out_dir if out_dir.is_absolute() else project_dir / out_dir
@@ -690,11 +751,11 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
             for nodes in args.tiers:
                 row = benchmark_tier(
                     project_dir, scratch, nodes, args.days, step, args.seed, machine,
-                    args.clusters, args.resolution,
+                    args.clusters, args.resolution, source,
                 )  # fmt: skip
                 rows.append(row)
                 if not args.keep:
-                    folder = tier_folder(nodes, step, args.days, args.resolution)
+                    folder = tier_folder(nodes, step, row["days"], row["resolution"])
                     shutil.rmtree(scratch / folder, ignore_errors=True)
     except (RuntimeError, ValueError, duckdb.Error) as error:
         # Keep the failed tier's data and logs to look at; report the tiers measured so far.
