@@ -86,6 +86,8 @@ def test_each_line_takes_the_one_step_split_within_the_128_bit_bound(monkeypatch
         "small": (-(10**20) - 7, {"x": 3, "y": 3, "z": 1}),  # a credit, tied remainders
         "edge": (10**24, {"x": 5 * 10**13, "y": 5 * 10**13 - 10**8}),  # (1e6 + 1) x total < 1e20
         "huge": (9 * 10**36 + 11, {"x": 10**12, "y": 7}),  # beyond: 9e18 whole x 1e12
+        "max": ((2**63 - 1) * 10**18, {"x": 1, "y": 2}),  # the largest whole, x 3: within
+        "max_heavy": (-(2**63 - 1) * 10**18, {"x": 10**12, "y": 1}),  # beyond, no Int64 wrap
     }
     money = {"charge_id": [], "a_whole": [], "a_frac": []}
     weights = {"charge_id": [], "key": [], "weight": [], "_tie": []}
@@ -116,4 +118,4 @@ def test_each_line_takes_the_one_step_split_within_the_128_bit_bound(monkeypatch
         for key, part in split_exact(units, shares).items()
     }
     assert got == expected
-    assert seen == {"wide": {"small", "edge"}, "limbs": {"huge"}}
+    assert seen == {"wide": {"small", "edge", "max"}, "limbs": {"huge", "max_heavy"}}

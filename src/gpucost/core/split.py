@@ -15,8 +15,8 @@ division on base-1000 limbs, so no product overflows 64 bits and the only divisi
 integer by a divisor of it with a small quotient (engines that divide in double precision are off
 by a relative 4e-16 at most, far less than the 0.5 the rounding to an integer forgives). That
 bounds a split's total weight (:data:`MAX_TOTAL_WEIGHT`, 4.6e15: about 53 million GPU-days in
-milliseconds; beyond it :class:`WeightBoundError`) and an amount's magnitude (9.2e18). At 1,000
-nodes the one-step split is most of a split's rows; measured in docs/benchmarks.md.
+milliseconds; beyond it :class:`WeightBoundError`) and an amount's magnitude (9.2e18). The speed of
+each is measured in docs/benchmarks.md (the 1,000-node hourly month).
 
 Invariant (property-tested against the reference row core, tests/python/reference): each line's
 returned shares sum exactly to the line, a share never has the opposite sign of its line, and the
@@ -103,7 +103,7 @@ def _split_money(
         return _split_money_limbs(rows, money, line_key, tie_key, weight, total)
     fits = nw.lit(True)
     for m in money:
-        whole = (nw.col(f"{m}_whole").abs() + 1).cast(nw.Int128)
+        whole = nw.col(f"{m}_whole").cast(nw.Int128).abs() + 1  # 128 bits before abs: no wrap
         fits = fits & (whole * nw.col(total).cast(nw.Int128) < WIDE_BOUND // _FRAC_UNIT)
     rows = checkpoint(rows.with_columns(fits.alias("_wide")))
     wide = _split_money_wide(
