@@ -86,6 +86,23 @@ def _limbs(value: nw.Expr, count: int, prefix: str) -> list[nw.Expr]:
     return [limb(value, i).alias(f"{prefix}{i}") for i in range(count)]
 
 
+def _each(money: Sequence[str], pres: dict[str, str], make) -> list[nw.Expr]:
+    """``make(m, pre)``'s expressions for every amount ``m`` (its scratch prefix ``pre``), flat."""
+    return [expr for m in money for expr in make(m, pres[m])]
+
+
+def _sign(m: str) -> nw.Expr:
+    """-1 for a negative amount ``m`` (either part below zero: they share the sign), else 1."""
+    negative = (nw.col(f"{m}_whole") < 0) | (nw.col(f"{m}_frac") < 0)
+    return nw.when(negative).then(nw.lit(-1)).otherwise(nw.lit(1)).cast(nw.Int64)
+
+
+def _drop_scratch(rows: nw.LazyFrame, pres: dict[str, str]) -> nw.LazyFrame:
+    """``rows`` without the split's scratch columns (those named with a prefix of ``pres``)."""
+    scratch = tuple(pres.values())
+    return rows.drop([c for c in rows.collect_schema().names() if c.startswith(scratch)])
+
+
 def _split_money(
     rows: nw.LazyFrame, money: Sequence[str], line_key: str, tie_key: str, weight: str, total: str
 ) -> nw.LazyFrame:
@@ -130,16 +147,12 @@ def _split_money_wide(
     step, then back to signed (whole, frac)."""
     pres = {m: f"_{m}_" for m in money}
 
-    def each(make) -> list[nw.Expr]:
-        return [expr for m in money for expr in make(m, pres[m])]
-
     def magnitude(m: str, pre: str) -> list[nw.Expr]:
         whole, frac = nw.col(f"{m}_whole"), nw.col(f"{m}_frac")
         units = whole.cast(nw.Int128) * _FRAC_UNIT + frac.cast(nw.Int128)
-        sign = nw.when((whole < 0) | (frac < 0)).then(nw.lit(-1)).otherwise(nw.lit(1))
-        return [units.abs().alias(pre + "units"), sign.cast(nw.Int64).alias(pre + "sign")]
+        return [units.abs().alias(pre + "units"), _sign(m).alias(pre + "sign")]
 
-    rows = rows.with_columns(*each(magnitude))
+    rows = rows.with_columns(*_each(money, pres, magnitude))
 
     def divide(m: str, pre: str) -> list[nw.Expr]:
         product = nw.col(pre + "units") * nw.col(weight).cast(nw.Int128)
@@ -149,15 +162,17 @@ def _split_money_wide(
             (product % total_128).cast(nw.Int64).alias(pre + "carry"),
         ]
 
-    rows = rows.with_columns(*each(divide))
+    rows = rows.with_columns(*_each(money, pres, divide))
     sums = rows.group_by(line_key).agg(
-        *each(lambda m, pre: [nw.col(pre + "q").sum().alias(pre + "s")])
+        *_each(money, pres, lambda m, pre: [nw.col(pre + "q").sum().alias(pre + "s")])
     )
     rows = rows.join(sums, on=line_key, how="left").with_columns(
-        *each(
+        *_each(
+            money,
+            pres,
             lambda m, pre: [
                 (nw.col(pre + "units") - nw.col(pre + "s")).cast(nw.Int64).alias(pre + "left")
-            ]
+            ],
         )
     )
     rows = _add_left_units(rows, money, pres, line_key, tie_key, "q")
@@ -169,9 +184,8 @@ def _split_money_wide(
             ((q % _FRAC_UNIT).cast(nw.Int64) * nw.col(pre + "sign")).alias(f"{m}_frac"),
         ]
 
-    rows = rows.with_columns(*each(signed))
-    scratch = tuple(pres.values())
-    return rows.drop([c for c in rows.collect_schema().names() if c.startswith(scratch)])
+    rows = rows.with_columns(*_each(money, pres, signed))
+    return _drop_scratch(rows, pres)
 
 
 def _add_left_units(
@@ -186,30 +200,31 @@ def _add_left_units(
     floors left go one each to the rows with the largest remainders (``<pre>carry``), ties by
     ``tie_key`` ascending; ``<pre><quotient>`` is the column of 1e-18 units that receives them."""
 
-    def each(make) -> list[nw.Expr]:
-        return [expr for m in money for expr in make(m, pres[m])]
-
     rows = rows.with_columns(
-        *each(lambda m, pre: [(-nw.col(pre + "carry")).alias(pre + "neg_rem")])
+        *_each(money, pres, lambda m, pre: [(-nw.col(pre + "carry")).alias(pre + "neg_rem")])
     )
     rows = rows.with_columns(
-        *each(
+        *_each(
+            money,
+            pres,
             lambda m, pre: [
                 nw.col(pre + "neg_rem")
                 .cum_count()
                 .over(line_key, order_by=[pre + "neg_rem", tie_key])
                 .alias(pre + "rank")
-            ]
+            ],
         )
     )
     return rows.with_columns(
-        *each(
+        *_each(
+            money,
+            pres,
             lambda m, pre: [
                 (
                     nw.col(pre + quotient)
                     + nw.when(nw.col(pre + "rank") <= nw.col(pre + "left")).then(1).otherwise(0)
                 ).alias(pre + quotient)
-            ]
+            ],
         )
     )
 
@@ -223,22 +238,11 @@ def _split_money_limbs(
     does not grow with their number."""
     pres = {m: f"_{m}_" for m in money}
 
-    def each(make) -> list[nw.Expr]:
-        return [expr for m in money for expr in make(m, pres[m])]
-
+    rows = rows.with_columns(*_each(money, pres, lambda m, pre: [_sign(m).alias(pre + "sign")]))
     rows = rows.with_columns(
-        *each(
-            lambda m, pre: [
-                nw.when((nw.col(f"{m}_whole") < 0) | (nw.col(f"{m}_frac") < 0))
-                .then(nw.lit(-1))
-                .otherwise(nw.lit(1))
-                .cast(nw.Int64)
-                .alias(pre + "sign")
-            ]
-        )
-    )
-    rows = rows.with_columns(
-        *each(
+        *_each(
+            money,
+            pres,
             lambda m, pre: [
                 *_limbs(nw.col(f"{m}_frac").abs(), FRACTION_LIMBS, pre + "l"),
                 *[
@@ -247,7 +251,7 @@ def _split_money_limbs(
                         _limbs(nw.col(f"{m}_whole").abs(), LIMBS - FRACTION_LIMBS, "_")
                     )
                 ],
-            ]
+            ],
         )
     )
     # long division of amount x weight by the total, digit by digit from the top; the carry is the
@@ -263,15 +267,17 @@ def _split_money_limbs(
                 remainder.alias(pre + "carry"),
             ]
 
-        rows = rows.with_columns(*each(divide))
+        rows = rows.with_columns(*_each(money, pres, divide))
         if i % DIGITS_PER_CUT == 0:
             rows = checkpoint(rows)
     # units left after the floors, per line: Horner over the limb differences (stays small)
     sums = rows.group_by(line_key).agg(
-        *each(
+        *_each(
+            money,
+            pres,
             lambda m, pre: [
                 nw.col(f"{pre}q{i}").sum().cast(nw.Int64).alias(f"{pre}s{i}") for i in range(LIMBS)
-            ]
+            ],
         )
     )
     rows = checkpoint(rows.join(sums, on=line_key, how="left"))
@@ -282,9 +288,11 @@ def _split_money_limbs(
             left = left * BASE + (nw.col(f"{pre}l{i}") - nw.col(f"{pre}s{i}"))
         return [left.alias(pre + "left")]
 
-    rows = rows.with_columns(*each(left_units))
+    rows = rows.with_columns(*_each(money, pres, left_units))
     rows = _add_left_units(rows, money, pres, line_key, tie_key, "q0")
-    rows = rows.with_columns(*each(lambda m, pre: [nw.col(f"{pre}q0").cast(nw.Int64)]))
+    rows = rows.with_columns(
+        *_each(money, pres, lambda m, pre: [nw.col(f"{pre}q0").cast(nw.Int64)])
+    )
 
     # back to (whole, frac): the fraction digits' sum stays below 2.002e18 and carries at most 2
     # whole units; each whole digit's term is at most the amount itself, so nothing overflows
@@ -301,7 +309,7 @@ def _split_money_limbs(
         )
         return [whole_units.alias(pre + "w"), frac_units.alias(pre + "f")]
 
-    rows = rows.with_columns(*each(whole_and_frac))
+    rows = rows.with_columns(*_each(money, pres, whole_and_frac))
 
     def signed(m: str, pre: str) -> list[nw.Expr]:
         frac = nw.col(pre + "f") % _FRAC_UNIT
@@ -311,9 +319,8 @@ def _split_money_limbs(
             (frac * nw.col(pre + "sign")).cast(nw.Int64).alias(f"{m}_frac"),
         ]
 
-    rows = rows.with_columns(*each(signed))
-    scratch = tuple(pres.values())
-    return rows.drop([c for c in rows.collect_schema().names() if c.startswith(scratch)])
+    rows = rows.with_columns(*_each(money, pres, signed))
+    return _drop_scratch(rows, pres)
 
 
 def split_lines(
