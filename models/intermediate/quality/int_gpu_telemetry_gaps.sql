@@ -7,68 +7,21 @@
 -- telemetry file of the day empty, truncated or missing): its money then goes to no workload of the node.
 with
 
-samples as (
-
-    select * from {{ ref('stg_dcgm__gpu_samples') }}
-
-),
-
-slot_times as (
-
-    select distinct
-        cluster_id,
-        node_name,
-        gpu_uuid,
-        gpu_instance_id,
-        sampled_epoch
-    from samples
-
-),
-
-gaps as (
-
-    select
-        *,
-        lead(sampled_epoch) over (
-            partition by cluster_id, node_name, gpu_uuid, gpu_instance_id order by sampled_epoch
-        ) as next_sampled_epoch
-    from slot_times
-
-),
-
-steps as (
-
-    select
-        cluster_id,
-        node_name,
-        gpu_uuid,
-        gpu_instance_id,
-        min(case when next_sampled_epoch > sampled_epoch then next_sampled_epoch - sampled_epoch end)
-            as step_seconds
-    from gaps
-    group by 1, 2, 3, 4
-
-),
-
 flagged as (
 
+    -- each GPU slot's sample gaps, computed once with its usage (int_telemetry_sample_intervals: the gap to the
+    -- slot's next sample time and the time the sample counts for, at most the slot's own step beyond the bound)
     select
-        gaps.cluster_id,
-        gaps.node_name,
-        gaps.gpu_uuid,
-        gaps.gpu_instance_id,
-        gaps.sampled_epoch,
-        gaps.next_sampled_epoch,
-        gaps.next_sampled_epoch - gaps.sampled_epoch as gap_seconds,
-        {{ sample_duration('gaps.next_sampled_epoch - gaps.sampled_epoch', 'steps.step_seconds') }}
-            as counted_seconds
-    from gaps
-    inner join steps
-        on gaps.cluster_id = steps.cluster_id
-        and gaps.node_name = steps.node_name
-        and gaps.gpu_uuid = steps.gpu_uuid
-        and gaps.gpu_instance_id is not distinct from steps.gpu_instance_id
-    where gaps.next_sampled_epoch - gaps.sampled_epoch > {{ max_sample_gap_seconds() }}
+        cluster_id,
+        node_name,
+        gpu_uuid,
+        gpu_instance_id,
+        sampled_epoch,
+        sampled_epoch + gap_seconds as next_sampled_epoch,
+        gap_seconds,
+        duration_seconds as counted_seconds
+    from {{ ref('int_telemetry_sample_intervals') }}
+    where series_kind = 'gpu_slot' and gap_seconds > {{ max_sample_gap_seconds() }}
 
 ),
 

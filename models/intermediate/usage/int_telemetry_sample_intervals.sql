@@ -1,7 +1,8 @@
 -- The time each telemetry sample stands for, computed once for every series the usage models read (macro
 -- sample_intervals: the gap to the series' next sample, or the series' step when that gap is missing or longer
 -- than gpucost_max_sample_gap_seconds):
---   gpu_slot         a GPU slot's sample times (gpu_slot_id; its tenants share each), read by int_gpu_usage_hourly;
+--   gpu_slot         a GPU slot's sample times (gpu_slot_id, and the cluster, node, GPU and MIG instance it stands
+--                    for; its tenants share each), read by int_gpu_usage_hourly and int_gpu_telemetry_gaps;
 --   gpu_request      a pod container's requests of one GPU resource, on a node; its step also counts the samples
 --                    taken before the pod had a node. Read by int_gpu_usage_hourly;
 --   compute_request  a pod container's positive CPU or memory requests, on a node; read by
@@ -13,8 +14,13 @@ with
 
 gpu_slot_samples as (
 
+    -- the slot's cluster, node, GPU and instance come along (one each per gpu_slot_id: the same rows)
     select distinct
         gpu_slot_id,
+        cluster_id,
+        node_name,
+        gpu_uuid,
+        gpu_instance_id,
         sampled_epoch
     from {{ ref('stg_dcgm__gpu_samples') }}
 
@@ -64,8 +70,10 @@ final as (
     select
         'gpu_slot' as series_kind,
         gpu_slot_id,
-        cast(null as string) as cluster_id,
-        cast(null as string) as node_name,
+        cluster_id,
+        node_name,
+        gpu_uuid,
+        cast(gpu_instance_id as string) as gpu_instance_id,
         cast(null as string) as workload_id,
         cast(null as string) as container,
         cast(null as string) as resource,
@@ -81,6 +89,8 @@ final as (
         null as gpu_slot_id,
         cluster_id,
         node_name,
+        null as gpu_uuid,
+        null as gpu_instance_id,
         workload_id,
         container,
         gpu_resource as resource,
@@ -96,6 +106,8 @@ final as (
         null as gpu_slot_id,
         cluster_id,
         node_name,
+        null as gpu_uuid,
+        null as gpu_instance_id,
         workload_id,
         container,
         resource_part as resource,
