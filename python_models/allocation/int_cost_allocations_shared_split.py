@@ -26,4 +26,5 @@ def model(dbt, session):
         ),
         to_lazy(placed, ("allocation_ratio", "billed_cost", "effective_cost")),
         to_lazy(shares, ("weight",)),
+        session=session,
     )

@@ -26,4 +26,5 @@ def model(dbt, session):
         to_lazy(dbt.ref("int_gpu_node_line_parts"), MONEY),
         to_lazy(dbt.ref("int_gpu_node_line_workloads").project(USAGE_COLUMNS)),
         basis=basis,
+        session=session,
     )

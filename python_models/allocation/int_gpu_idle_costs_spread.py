@@ -29,4 +29,5 @@ def model(dbt, session):
         list_elements(pool, "charge_id", "scope_keys"),
         to_lazy(dbt.ref("int_gpu_idle_weights")),
         policy,
+        session=session,
     )

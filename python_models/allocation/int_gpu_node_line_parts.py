@@ -14,4 +14,5 @@ def model(dbt, session):
         ("charge_id", "resource_part"),
         to_lazy(dbt.ref("int_gpu_node_lines"), ("billed_cost", "effective_cost")),
         to_lazy(dbt.ref("int_gpu_node_line_part_weights")),
+        session=session,
     )

@@ -20,4 +20,5 @@ def model(dbt, session):
         to_lazy(dbt.ref("int_node_compute_line_workloads")),
         to_lazy(dbt.ref("int_workloads").select("workload_id, owner_key")),
         policy,
+        session=session,
     )

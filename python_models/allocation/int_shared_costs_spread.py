@@ -20,4 +20,5 @@ def model(dbt, session):
         ),
         list_elements(lines, "charge_id", "scope_keys"),
         to_lazy(dbt.ref("int_shared_cost_weights"), ("weight",)),
+        session=session,
     )

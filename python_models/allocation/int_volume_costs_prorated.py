@@ -15,4 +15,5 @@ def model(dbt, session):
         ("charge_id", "workload_id"),
         to_lazy(dbt.ref("int_volume_claim_lines"), ("billed_cost", "effective_cost")),
         to_lazy(dbt.ref("int_volume_claim_line_workloads")),
+        session=session,
     )

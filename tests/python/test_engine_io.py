@@ -186,6 +186,39 @@ def test_a_model_path_equals_the_reference(native):
     assert {row["allocation_kind"] for row in expected.to_pylist()} == {"usage", "unallocated"}
 
 
+def test_given_the_models_connection_the_result_is_written_from_it_row_for_row():
+    """With dbt's connection (``session``), a model's Polars result comes back as a relation of that
+    connection, which dbt-duckdb writes with ``create table ... as select`` under its memory_limit:
+    the table holds the same rows, types and order as the Arrow table of the path without it."""
+    lines, mounts = random_volume_fleet(8, 12)
+    con = duckdb.connect()
+    con.execute("set memory_limit = '1GB'")
+
+    def run(session):
+        return allocate(
+            "int_volume_costs_prorated",
+            allocate_volume_lines,
+            VOLUME_CLAIM_SCHEMA,
+            ("charge_id", "workload_id"),
+            to_lazy(
+                con.from_arrow(table_of(lines, LINE_SCHEMA)), ("billed_cost", "effective_cost")
+            ),
+            to_lazy(con.from_arrow(table_of(mounts, MOUNT_SCHEMA))),
+            session=session,
+        )
+
+    alone = run(None)
+    assert isinstance(alone, pa.Table)
+    out = run(con)
+    assert isinstance(out, duckdb.DuckDBPyRelation)
+    con.register("model_df", out)  # what dbt-duckdb's materialize does with a relation
+    con.execute("create table written as select * from model_df")
+    written = con.table("written").to_arrow_table()
+    assert written.schema == alone.schema
+    assert written.to_pylist() == alone.to_pylist()
+    assert len(alone) > 0
+
+
 def test_beyond_the_exact_bound_the_model_fails_in_one_line_naming_itself():
     con = duckdb.connect()
     lines = [{"charge_id": "big", "billed_cost": D(1), "effective_cost": D(1)}]
