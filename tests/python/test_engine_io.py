@@ -186,6 +186,19 @@ def test_a_model_path_equals_the_reference(native):
     assert {row["allocation_kind"] for row in expected.to_pylist()} == {"usage", "unallocated"}
 
 
+def _volume_model(con, lines: list[dict], mounts: list[dict], session=None):
+    """int_volume_costs_prorated's model body on DuckDB: its two refs as relations of ``con``."""
+    return allocate(
+        "int_volume_costs_prorated",
+        allocate_volume_lines,
+        VOLUME_CLAIM_SCHEMA,
+        ("charge_id", "workload_id"),
+        to_lazy(con.from_arrow(table_of(lines, LINE_SCHEMA)), ("billed_cost", "effective_cost")),
+        to_lazy(con.from_arrow(table_of(mounts, MOUNT_SCHEMA))),
+        session=session,
+    )
+
+
 def test_given_the_models_connection_the_result_is_written_from_it_row_for_row():
     """With dbt's connection (``session``), a model's Polars result comes back as a relation of that
     connection, which dbt-duckdb writes with ``create table ... as select`` under its memory_limit:
@@ -194,22 +207,9 @@ def test_given_the_models_connection_the_result_is_written_from_it_row_for_row()
     con = duckdb.connect()
     con.execute("set memory_limit = '1GB'")
 
-    def run(session):
-        return allocate(
-            "int_volume_costs_prorated",
-            allocate_volume_lines,
-            VOLUME_CLAIM_SCHEMA,
-            ("charge_id", "workload_id"),
-            to_lazy(
-                con.from_arrow(table_of(lines, LINE_SCHEMA)), ("billed_cost", "effective_cost")
-            ),
-            to_lazy(con.from_arrow(table_of(mounts, MOUNT_SCHEMA))),
-            session=session,
-        )
-
-    alone = run(None)
+    alone = _volume_model(con, lines, mounts)
     assert isinstance(alone, pa.Table)
-    out = run(con)
+    out = _volume_model(con, lines, mounts, session=con)
     assert isinstance(out, duckdb.DuckDBPyRelation)
     con.register("model_df", out)  # what dbt-duckdb's materialize does with a relation
     con.execute("create table written as select * from model_df")
@@ -227,20 +227,8 @@ def test_beyond_the_exact_bound_the_model_fails_in_one_line_naming_itself():
         {"charge_id": "big", "workload_id": "b", "mounted_ms": 1},
     ]
 
-    def run(mounts):
-        return allocate(
-            "int_volume_costs_prorated",
-            allocate_volume_lines,
-            VOLUME_CLAIM_SCHEMA,
-            ("charge_id", "workload_id"),
-            to_lazy(
-                con.from_arrow(table_of(lines, LINE_SCHEMA)), ("billed_cost", "effective_cost")
-            ),
-            to_lazy(con.from_arrow(table_of(mounts, MOUNT_SCHEMA))),
-        )
-
     with pytest.raises(WeightBoundError) as failure:
-        run(mounts)
+        _volume_model(con, lines, mounts)
     message = str(failure.value)
     assert message == (
         f"int_volume_costs_prorated: a split's total weight {MAX_TOTAL_WEIGHT + 1} exceeds"
