@@ -3,7 +3,7 @@
 
 from gpucost.core.node_parts import prorate_gpu_parts
 from gpucost.engines.arrow_io import PRORATED_SCHEMA
-from gpucost.engines.lazy_io import allocate, to_lazy
+from gpucost.engines.lazy_io import Lines, allocate
 
 # the task-complexity weight in millionths, rounded half to even
 USAGE_COLUMNS = (
@@ -17,14 +17,16 @@ MONEY = ("billed_cost", "effective_cost", "allocation_ratio")
 def model(dbt, session):
     dbt.config(materialized="table")
     basis = dbt.config.get("allocation_basis") or "requested"
+    rows_per_part = dbt.config.get("rows_per_part")
     return allocate(
         "int_gpu_costs_prorated",
         prorate_gpu_parts,
         PRORATED_SCHEMA,
         ("charge_id", "workload_id"),
-        to_lazy(dbt.ref("int_gpu_node_lines"), MONEY[:2]),
-        to_lazy(dbt.ref("int_gpu_node_line_parts"), MONEY),
-        to_lazy(dbt.ref("int_gpu_node_line_workloads").project(USAGE_COLUMNS)),
+        Lines(dbt.ref("int_gpu_node_lines"), MONEY[:2]),
+        Lines(dbt.ref("int_gpu_node_line_parts"), MONEY),
+        Lines(dbt.ref("int_gpu_node_line_workloads").project(USAGE_COLUMNS)),
         basis=basis,
         session=session,
+        rows_per_part=rows_per_part,
     )

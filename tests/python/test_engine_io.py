@@ -17,7 +17,7 @@ import pytest
 from gpucost.core.split import MAX_TOTAL_WEIGHT, WeightBoundError, money_columns
 from gpucost.core.storage import allocate_volume_lines
 from gpucost.engines.arrow_io import MONEY, VOLUME_CLAIM_SCHEMA, table_of
-from gpucost.engines.lazy_io import allocate, from_lazy, list_elements, to_lazy
+from gpucost.engines.lazy_io import Lines, allocate, from_lazy, list_elements, to_lazy
 from tests.python.reference import storage as reference
 from tests.python.test_core_allocation import random_volume_fleet
 
@@ -217,6 +217,57 @@ def test_given_the_models_connection_the_result_is_written_from_it_row_for_row()
     assert written.schema == alone.schema
     assert written.to_pylist() == alone.to_pylist()
     assert len(alone) > 0
+
+
+def test_a_model_read_by_line_in_parts_writes_the_same_rows():
+    """Lines inputs with ``rows_per_part``: the core runs once per part of the lines (every line's
+    rows in one part, by its key's hash), and the parts' rows are written as one table equal, row
+    for row and in order, to the core run once on the whole month."""
+    lines, mounts = random_volume_fleet(11, 40)
+    con = duckdb.connect()
+    runs = []
+
+    def counted(*frames):
+        runs.append(frames)
+        return allocate_volume_lines(*frames)
+
+    def model(rows_per_part):
+        return allocate(
+            "int_volume_costs_prorated",
+            counted,
+            VOLUME_CLAIM_SCHEMA,
+            ("charge_id", "workload_id"),
+            Lines(con.from_arrow(table_of(lines, LINE_SCHEMA)), ("billed_cost", "effective_cost")),
+            Lines(con.from_arrow(table_of(mounts, MOUNT_SCHEMA))),
+            session=con,
+            rows_per_part=rows_per_part,
+        ).to_arrow_table()
+
+    whole = model(None)
+    assert len(runs) == 1
+    largest = max(len(lines), len(mounts))  # the part count follows the largest Lines input
+    for rows_per_part, parts in ((largest, 1), ("7", -(-largest // 7)), (1, largest)):
+        runs.clear()
+        assert model(rows_per_part) == whole, rows_per_part
+        assert len(runs) == parts
+    assert whole.num_rows > len(lines) and whole == _volume_model(con, lines, mounts)
+
+
+@pytest.mark.parametrize("bad", [0, "0", "-3", "many", 2.5])
+def test_rows_per_part_must_be_a_positive_whole_number(bad):
+    con = duckdb.connect()
+    lines, mounts = random_volume_fleet(3, 4)
+    with pytest.raises(ValueError, match="rows_per_part must be a positive whole number"):
+        allocate(
+            "int_volume_costs_prorated",
+            allocate_volume_lines,
+            VOLUME_CLAIM_SCHEMA,
+            ("charge_id",),
+            Lines(con.from_arrow(table_of(lines, LINE_SCHEMA)), ("billed_cost", "effective_cost")),
+            Lines(con.from_arrow(table_of(mounts, MOUNT_SCHEMA))),
+            session=con,
+            rows_per_part=bad,
+        )
 
 
 def test_beyond_the_exact_bound_the_model_fails_in_one_line_naming_itself():

@@ -44,7 +44,7 @@ from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
 
-from gpucost.synth.hourly import RESOLUTIONS
+from gpucost.synth.hourly import DCGM_SECONDS_METRIC, RESOLUTIONS
 
 # One CSV row per tier x step. Machine columns repeat on every row so a row stands on its own.
 CSV_COLUMNS = [
@@ -289,7 +289,8 @@ def landing_shape(landing: Path) -> tuple[str, int, str]:
     return days[0], (last - first).days + 1, "hourly" if hourly else "raw"
 
 
-HOURLY_SECONDS_FILE = "gpucost_dcgm_sample_seconds_1h.json"
+HOURLY_SECONDS_FILE = f"{DCGM_SECONDS_METRIC}.json"
+"""The hourly DCGM file of GPU seconds, as the collector names it (gpucost.commands.collect)."""
 
 
 def land_held_back(landing: Path, held: Path) -> None:

@@ -20,7 +20,9 @@ engine, in decimal arithmetic only, never a double, for both engines a dbt Pytho
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -44,13 +46,26 @@ _TYPES: dict[pa.DataType, tuple[str, str]] = {
 _INT64_LIMIT = str(2**63 - 1)
 
 
+@dataclass(frozen=True)
+class Lines:
+    """A model input that :func:`allocate` may hand the core a part at a time: an engine frame (a
+    DuckDB relation or PySpark DataFrame), its money columns (as for :func:`to_lazy`) and the column
+    naming each row's bill line (``line_key``). Rows of one line always fall in the same part, so a
+    core whose every line is computed from its own rows alone gives the same rows in parts."""
+
+    native: Any
+    money: Sequence[str] = ()
+    line_key: str = "charge_id"
+
+
 def allocate(
     model: str,
     core: Callable[..., nw.LazyFrame],
     schema: pa.Schema,
     order_by: Sequence[str],
-    *frames: nw.LazyFrame,
+    *frames: nw.LazyFrame | Lines,
     session: Any = None,
+    rows_per_part: int | None = None,
     **options: Any,
 ) -> Any:
     """A dbt Python model's result: ``core(*frames, **options)`` as the engine's own frame (a DuckDB
@@ -60,13 +75,55 @@ def allocate(
     result is then a relation of that connection, which dbt-duckdb writes in one pass under the
     profile's ``memory_limit`` (:func:`from_lazy`).
 
+    A frame given as :class:`Lines` is read by line: on DuckDB with ``session`` and
+    ``rows_per_part``, when the largest such input has more rows than that, the core runs once per
+    part of the lines (each line's rows hashed by its key into one of ``ceil(rows /
+    rows_per_part)`` parts; every other frame whole in each run), so its working memory is a
+    part's, not the month's; the parts' rows are then written as one table. Only for cores that
+    compute each line from its own rows (the node proration, the volume split): the result is the
+    same rows (tests/python/test_engine_io.py). Elsewhere a :class:`Lines` frame is read whole.
+
     A split beyond the core's exact bound fails the model with one line naming it and the bound
     (:class:`gpucost.core.split.WeightBoundError`), never a rounded or wrapped amount.
     """
     try:
-        return from_lazy(core(*frames, **options), schema, order_by, session)
+        parts = _part_count(frames, session, rows_per_part)
+        if parts == 1:
+            inputs = [to_lazy(f.native, f.money) if isinstance(f, Lines) else f for f in frames]
+            return from_lazy(core(*inputs, **options), schema, order_by, session)
+        rows = []
+        for part in range(parts):
+            inputs = [_part(f, part, parts) if isinstance(f, Lines) else f for f in frames]
+            rows.append(core(*inputs, **options).to_native().collect().to_arrow())
+        return from_lazy(
+            nw.from_native(session.from_arrow(pa.concat_tables(rows))), schema, order_by
+        )
     except WeightBoundError as exc:
         raise WeightBoundError(f"{model}: {exc}") from None
+
+
+def _part_count(
+    frames: Sequence[nw.LazyFrame | Lines], session: Any, rows_per_part: int | None
+) -> int:
+    """How many parts :func:`allocate` runs the core in: 1 unless on DuckDB with ``session`` and
+    ``rows_per_part`` (a positive whole number, or its text; null: no parts), else enough that the
+    largest :class:`Lines` input has at most that many rows a part on average."""
+    lines = [f for f in frames if isinstance(f, Lines)]
+    if rows_per_part in (None, "", "None"):  # a null var, as dbt renders it into a model's config
+        return 1
+    if not str(rows_per_part).isdigit() or int(rows_per_part) < 1:
+        raise ValueError(f"rows_per_part must be a positive whole number, got {rows_per_part!r}")
+    if not lines or not isinstance(session, duckdb.DuckDBPyConnection):
+        return 1
+    largest = max(f.native.aggregate("count(*)").fetchall()[0][0] for f in lines)
+    return max(1, math.ceil(largest / int(rows_per_part)))
+
+
+def _part(frame: Lines, part: int, parts: int) -> nw.LazyFrame:
+    """The rows of ``frame`` whose line key hashes into ``part`` of ``parts``, for the core."""
+    return to_lazy(
+        frame.native.filter(f"hash({quote(frame.line_key)}) % {parts} = {part}"), frame.money
+    )
 
 
 def _is_duckdb(native: Any) -> bool:
