@@ -232,7 +232,9 @@ IDLE_SPREAD_FIELDS = (
 # The model's composition (claim, then idle.spread_idle, tested on PySpark in test_core_allocation).
 @pytest.mark.parametrize("engine", ["polars"], indirect=True)
 @pytest.mark.parametrize("policy", ["proportional", "even", "visible"])
-def test_spread_idle_with_reservations_equals_reference(engine, policy):
+def idle_case() -> tuple[list[dict], list[dict], list[dict]]:
+    """The idle model's inputs (idle rows, reservation claims, idle weights): the seeded random
+    claims with the hand-made edges, and weights on line scopes and day scopes."""
     idle_rows, claims = _random_claims(23)
     edges, edge_claims = _claim_edges()
     idle_rows, claims = idle_rows + edges, claims + edge_claims
@@ -254,6 +256,11 @@ def test_spread_idle_with_reservations_equals_reference(engine, policy):
             "weight": 5,
         }
     ]
+    return idle_rows, claims, weights
+
+
+def test_spread_idle_with_reservations_equals_reference(engine, policy):
+    idle_rows, claims, weights = idle_case()
     frame = idle.spread_idle_with_reservations(
         engine(table(idle_rows, IDLE_ROW_SCHEMA, MONEY)),
         engine(table(claims, CLAIM_SCHEMA)),

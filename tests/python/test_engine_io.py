@@ -14,12 +14,20 @@ import narwhals as nw
 import pyarrow as pa
 import pytest
 
+from gpucost.core.idle import spread_idle_with_reservations
 from gpucost.core.split import MAX_TOTAL_WEIGHT, WeightBoundError, money_columns
 from gpucost.core.storage import allocate_volume_lines
-from gpucost.engines.arrow_io import MONEY, VOLUME_CLAIM_SCHEMA, table_of
+from gpucost.engines.arrow_io import IDLE_SPREAD_SCHEMA, MONEY, VOLUME_CLAIM_SCHEMA, table_of
 from gpucost.engines.lazy_io import Lines, allocate, from_lazy, list_elements, to_lazy
+from tests.python.core_frames import SCOPE_SCHEMA, scope_rows, table
 from tests.python.reference import storage as reference
 from tests.python.test_core_allocation import random_volume_fleet
+from tests.python.test_core_spread import (
+    CLAIM_SCHEMA,
+    IDLE_ROW_SCHEMA,
+    IDLE_WEIGHT_SCHEMA,
+    idle_case,
+)
 
 D = Decimal
 BIGINT_MAX = 2**63 - 1
@@ -199,17 +207,26 @@ def _volume_model(con, lines: list[dict], mounts: list[dict], session=None):
     )
 
 
-def test_given_the_models_connection_the_result_is_written_from_it_row_for_row():
-    """With dbt's connection (``session``), a model's Polars result comes back as a relation of that
-    connection, which dbt-duckdb writes with ``create table ... as select`` under its memory_limit:
-    the table holds the same rows, types and order as the Arrow table of the path without it."""
+def _dbt_session(con: duckdb.DuckDBPyConnection):
+    """What dbt-duckdb hands a Python model as ``session``: its cursor wrapper around ``con``."""
+    from dbt.adapters.duckdb.environments.local import DuckDBCursorWrapper
+
+    return DuckDBCursorWrapper(con)
+
+
+@pytest.mark.parametrize("wrapped", [True, False], ids=["dbt-duckdb's session", "connection"])
+def test_given_the_models_connection_the_result_is_written_from_it_row_for_row(wrapped):
+    """With dbt's connection (``session``: dbt-duckdb's cursor wrapper, or the connection itself), a
+    model's Polars result comes back as a relation of that connection, which dbt-duckdb writes with
+    ``create table ... as select`` under its memory_limit: the table holds the same rows, types and
+    order as the Arrow table of the path without it."""
     lines, mounts = random_volume_fleet(8, 12)
     con = duckdb.connect()
     con.execute("set memory_limit = '1GB'")
 
     alone = _volume_model(con, lines, mounts)
     assert isinstance(alone, pa.Table)
-    out = _volume_model(con, lines, mounts, session=con)
+    out = _volume_model(con, lines, mounts, session=_dbt_session(con) if wrapped else con)
     assert isinstance(out, duckdb.DuckDBPyRelation)
     con.register("model_df", out)  # what dbt-duckdb's materialize does with a relation
     con.execute("create table written as select * from model_df")
@@ -239,7 +256,7 @@ def test_a_model_read_by_line_in_parts_writes_the_same_rows():
             ("charge_id", "workload_id"),
             Lines(con.from_arrow(table_of(lines, LINE_SCHEMA)), ("billed_cost", "effective_cost")),
             Lines(con.from_arrow(table_of(mounts, MOUNT_SCHEMA))),
-            session=con,
+            session=_dbt_session(con),
             rows_per_part=rows_per_part,
         ).to_arrow_table()
 
@@ -251,6 +268,70 @@ def test_a_model_read_by_line_in_parts_writes_the_same_rows():
         assert model(rows_per_part) == whole, rows_per_part
         assert len(runs) == parts
     assert whole.num_rows > len(lines) and whole == _volume_model(con, lines, mounts)
+
+
+IDLE_ORDER = (
+    "charge_id", "recipient", "reservation_id", "team_id", "project_id", "recipient_group",
+    "workload_id",
+)  # fmt: skip
+
+
+def _core_pairs(relation: duckdb.DuckDBPyRelation) -> nw.LazyFrame:
+    """Rows already in the core's columns (money as whole / frac pairs) as its Polars frame."""
+    return nw.from_native(relation.to_arrow_table()).lazy("polars")
+
+
+@pytest.mark.parametrize("policy", ["proportional", "even"])
+def test_the_idle_spread_in_cluster_day_parts_writes_the_same_rows(policy):
+    """int_gpu_idle_costs_spread's inputs keyed by the cluster-day every scope of a line lies in
+    (here: the reservation scope, whose line and day scopes it shares): reservations claimed, the
+    rest spread over line and day scopes, in parts of the days equal to one run, row for row."""
+    idle_rows, claims, weights = idle_case()
+    day = {row["charge_id"]: row["reservation_scope_key"] for row in idle_rows}
+    for row in idle_rows:
+        row["day"] = row["reservation_scope_key"]
+    for row in claims:
+        row["day"] = row["reservation_scope_key"]
+    for row in weights:
+        scope = row["scope_key"]
+        row["day"] = day[scope[5:]] if scope.startswith("line:") else scope[4:]
+    scopes = scope_rows(idle_rows)
+    for row in scopes:
+        row["day"] = day[row["charge_id"]]
+    keyed = {"day": pa.string()}
+    con = duckdb.connect()
+    runs = []
+
+    def counted(*frames, **options):
+        runs.append(frames)
+        return spread_idle_with_reservations(*frames, **options)
+
+    def model(rows_per_part):
+        def lines(rows, schema, money=()):
+            relation = con.from_arrow(table(rows, {**schema, **keyed}, money))
+            return Lines(relation, line_key="day", read=_core_pairs)
+
+        return allocate(
+            "int_gpu_idle_costs_spread",
+            counted,
+            IDLE_SPREAD_SCHEMA,
+            IDLE_ORDER,
+            lines(
+                idle_rows, IDLE_ROW_SCHEMA, ("billed_cost", "effective_cost", "allocation_ratio")
+            ),
+            lines(claims, CLAIM_SCHEMA),
+            lines(scopes, SCOPE_SCHEMA),
+            lines(weights, IDLE_WEIGHT_SCHEMA),
+            policy=policy,
+            session=_dbt_session(con),
+            rows_per_part=rows_per_part,
+        ).to_arrow_table()
+
+    whole = model(None)
+    runs.clear()
+    assert model(6) == whole
+    assert len(runs) > 3
+    assert {"reservation", "workload", "unowned"} <= set(whole.column("recipient").to_pylist())
 
 
 @pytest.mark.parametrize("bad", [0, "0", "-3", "many", 2.5])
@@ -265,7 +346,7 @@ def test_rows_per_part_must_be_a_positive_whole_number(bad):
             ("charge_id",),
             Lines(con.from_arrow(table_of(lines, LINE_SCHEMA)), ("billed_cost", "effective_cost")),
             Lines(con.from_arrow(table_of(mounts, MOUNT_SCHEMA))),
-            session=con,
+            session=_dbt_session(con),
             rows_per_part=bad,
         )
 

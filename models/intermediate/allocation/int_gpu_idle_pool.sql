@@ -20,6 +20,7 @@ final as (
         prorated.charge_id,
         {{ idle_scope_keys('lines') }} as scope_keys,
         {{ reservation_scope_key('lines') }} as reservation_scope_key,
+        {{ idle_scope_key('lines', 'cluster_day') }} as cluster_day_key,
         prorated.basis_gpu_ms as idle_gpu_ms,
         prorated.billed_cost,
         prorated.effective_cost,

@@ -50,6 +50,7 @@ by_node_hour as (
 
     select
         {{ idle_scope_key('usage', 'node_hour') }} as scope_key,
+        {{ idle_scope_key('usage', 'cluster_day') }} as cluster_day_key,
         usage.workload_id,
         cast(null as string) as recipient_group,
         usage.owner_key,
@@ -62,7 +63,7 @@ by_node_hour as (
         cast(null as boolean) as is_attributed,
         cast(sum(usage.basis_gpu_ms) as bigint) as weight
     from usage
-    group by 1, 2, 3, 4
+    group by 1, 2, 3, 4, 5
 
 ),
 
@@ -106,6 +107,7 @@ by_cluster_day as (
     -- reason are those of most of its GPU time, its confidence the GPU-time-weighted mean over all of it
     select
         scope_key,
+        scope_key as cluster_day_key,
         cast(null as string) as workload_id,
         'group:' || owner_key || '|' || case when is_attributed then 'attributed' else 'unattributed' end
             as recipient_group,
@@ -119,7 +121,7 @@ by_cluster_day as (
         is_attributed,
         cast(sum(weight) as bigint) as weight
     from cluster_day_ranked
-    group by 1, 4, 5, 6, 11
+    group by 1, 2, 5, 6, 7, 12
 
 ),
 

@@ -32,6 +32,7 @@ scopes as (
 
     select distinct
         {{ reservation_scope_key('lines') }} as reservation_scope_key,
+        {{ idle_scope_key('lines', 'cluster_day') }} as cluster_day_key,
         lines.cluster_id,
         lines.period_start_epoch,
         lines.period_end_epoch
@@ -56,6 +57,7 @@ active as (
 
     select
         scopes.reservation_scope_key,
+        scopes.cluster_day_key,
         reservations.reservation_id,
         reservations.team_id,
         reservations.project_id,
@@ -93,6 +95,7 @@ final as (
 
     select
         reservation_scope_key,
+        cluster_day_key,
         reservation_id,
         team_id,
         project_id,

@@ -50,12 +50,21 @@ _INT64_LIMIT = str(2**63 - 1)
 class Lines:
     """A model input that :func:`allocate` may hand the core a part at a time: an engine frame (a
     DuckDB relation or PySpark DataFrame), its money columns (as for :func:`to_lazy`) and the column
-    naming each row's bill line (``line_key``). Rows of one line always fall in the same part, so a
-    core whose every line is computed from its own rows alone gives the same rows in parts."""
+    naming each row's bill line (``line_key``), or the group of lines the core computes together
+    (int_gpu_idle_costs_spread: the cluster-day). Rows of one key always fall in the same part, so a
+    core whose every line (or group) is computed from its own rows alone gives the same rows in
+    parts."""
 
     native: Any
     money: Sequence[str] = ()
     line_key: str = "charge_id"
+    read: Callable[[Any], nw.LazyFrame] | None = None
+    """How the core reads the frame (or a part of it): :func:`to_lazy` with ``money`` by default."""
+
+    def lazy(self, native: Any = None) -> nw.LazyFrame:
+        """The core's frame of ``native`` (a part of this input; default: all of it)."""
+        native = self.native if native is None else native
+        return self.read(native) if self.read else to_lazy(native, self.money)
 
 
 def allocate(
@@ -71,9 +80,10 @@ def allocate(
     """A dbt Python model's result: ``core(*frames, **options)`` as the engine's own frame (a DuckDB
     relation or a PySpark DataFrame) with exactly ``schema``'s columns, sorted by ``order_by``.
 
-    ``session`` is the model's own connection (dbt's second argument to ``model``): on DuckDB the
-    result is then a relation of that connection, which dbt-duckdb writes in one pass under the
-    profile's ``memory_limit`` (:func:`from_lazy`).
+    ``session`` is the model's own connection (dbt's second argument to ``model``; dbt-duckdb's
+    cursor wrapper or a DuckDB connection, :func:`duckdb_connection`): on DuckDB the result is then
+    a relation of that connection, which dbt-duckdb writes in one pass under the profile's
+    ``memory_limit`` (:func:`from_lazy`).
 
     A frame given as :class:`Lines` is read by line: on DuckDB with ``session`` and
     ``rows_per_part``, when the largest such input has more rows than that, the core runs once per
@@ -89,17 +99,31 @@ def allocate(
     try:
         parts = _part_count(frames, session, rows_per_part)
         if parts == 1:
-            inputs = [to_lazy(f.native, f.money) if isinstance(f, Lines) else f for f in frames]
+            inputs = [f.lazy() if isinstance(f, Lines) else f for f in frames]
             return from_lazy(core(*inputs, **options), schema, order_by, session)
         rows = []
         for part in range(parts):
             inputs = [_part(f, part, parts) if isinstance(f, Lines) else f for f in frames]
             rows.append(core(*inputs, **options).to_native().collect().to_arrow())
+        connection = duckdb_connection(session)
         return from_lazy(
-            nw.from_native(session.from_arrow(pa.concat_tables(rows))), schema, order_by
+            nw.from_native(connection.from_arrow(pa.concat_tables(rows))), schema, order_by
         )
     except WeightBoundError as exc:
         raise WeightBoundError(f"{model}: {exc}") from None
+
+
+def duckdb_connection(session: Any) -> duckdb.DuckDBPyConnection | None:
+    """The DuckDB connection of a Python model's ``session``, or None on another engine.
+
+    dbt-duckdb does not hand a model its ``DuckDBPyConnection`` but a wrapper of it
+    (``DuckDBCursorWrapper``: it forwards every attribute to the connection it holds as
+    ``_cursor``, and only wraps ``execute``'s errors); tests and scripts may pass the connection
+    itself."""
+    if isinstance(session, duckdb.DuckDBPyConnection):
+        return session
+    inner = getattr(session, "_cursor", None) if session is not None else None
+    return inner if isinstance(inner, duckdb.DuckDBPyConnection) else None
 
 
 def _part_count(
@@ -113,7 +137,7 @@ def _part_count(
         return 1
     if not str(rows_per_part).isdigit() or int(rows_per_part) < 1:
         raise ValueError(f"rows_per_part must be a positive whole number, got {rows_per_part!r}")
-    if not lines or not isinstance(session, duckdb.DuckDBPyConnection):
+    if not lines or duckdb_connection(session) is None:
         return 1
     largest = max(f.native.aggregate("count(*)").fetchall()[0][0] for f in lines)
     return max(1, math.ceil(largest / int(rows_per_part)))
@@ -121,9 +145,7 @@ def _part_count(
 
 def _part(frame: Lines, part: int, parts: int) -> nw.LazyFrame:
     """The rows of ``frame`` whose line key hashes into ``part`` of ``parts``, for the core."""
-    return to_lazy(
-        frame.native.filter(f"hash({quote(frame.line_key)}) % {parts} = {part}"), frame.money
-    )
+    return frame.lazy(frame.native.filter(f"hash({quote(frame.line_key)}) % {parts} = {part}"))
 
 
 def _is_duckdb(native: Any) -> bool:
@@ -259,16 +281,18 @@ def from_lazy(
     cast to its engine type. Rows are sorted by ``order_by`` (nulls first).
 
     A Polars result goes back through DuckDB, whose decimal arithmetic rebuilds the amounts exactly:
-    given the model's DuckDB connection (``session``), as a relation of it, so that dbt-duckdb
-    streams the rebuild and the sort into the table under the profile's ``memory_limit`` (spilling
-    if it must); without one, through a connection of its own into an Arrow table, a second copy
-    of the rows, sorted with no memory limit (measured at 1,000 nodes on the CPU and memory
-    proration's 6.3 M rows: peak RSS 8.9 -> 6.4 GB, 106 -> 100 s; docs/benchmarks.md)."""
+    given the model's DuckDB connection (``session``, :func:`duckdb_connection`), as a relation of
+    it, so that dbt-duckdb streams the rebuild and the sort into the table under the profile's
+    ``memory_limit`` (spilling if it must); without one, through a connection of its own into an
+    Arrow table, a second copy of the rows, sorted with no memory limit (measured at 1,000 nodes on
+    the CPU and memory proration's 6.3 M rows, run with a plain connection: peak RSS 8.9 -> 6.4 GB,
+    106 -> 100 s; docs/benchmarks.md)."""
     native = frame.to_native()
     if _is_polars(native):
         rows = native.collect().to_arrow()
-        if isinstance(session, duckdb.DuckDBPyConnection):
-            return from_lazy(nw.from_native(session.from_arrow(rows)), schema, order_by)
+        connection = duckdb_connection(session)
+        if connection is not None:
+            return from_lazy(nw.from_native(connection.from_arrow(rows)), schema, order_by)
         with duckdb.connect() as con:
             return from_lazy(
                 nw.from_native(con.from_arrow(rows)), schema, order_by
