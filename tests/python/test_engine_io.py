@@ -194,16 +194,20 @@ def test_a_model_path_equals_the_reference(native):
     assert {row["allocation_kind"] for row in expected.to_pylist()} == {"usage", "unallocated"}
 
 
-def _volume_model(con, lines: list[dict], mounts: list[dict], session=None):
-    """int_volume_costs_prorated's model body on DuckDB: its two refs as relations of ``con``."""
+def _volume_model(
+    con, lines: list[dict], mounts: list[dict], session=None, core=None, rows_per_part=None
+):
+    """int_volume_costs_prorated's model body on DuckDB: its two refs as relations of ``con``, read
+    by line (``core``: allocate_volume_lines by default)."""
     return allocate(
         "int_volume_costs_prorated",
-        allocate_volume_lines,
+        core or allocate_volume_lines,
         VOLUME_CLAIM_SCHEMA,
         ("charge_id", "workload_id"),
-        to_lazy(con.from_arrow(table_of(lines, LINE_SCHEMA)), ("billed_cost", "effective_cost")),
-        to_lazy(con.from_arrow(table_of(mounts, MOUNT_SCHEMA))),
+        Lines(con.from_arrow(table_of(lines, LINE_SCHEMA)), ("billed_cost", "effective_cost")),
+        Lines(con.from_arrow(table_of(mounts, MOUNT_SCHEMA))),
         session=session,
+        rows_per_part=rows_per_part,
     )
 
 
@@ -249,16 +253,8 @@ def test_a_model_read_by_line_in_parts_writes_the_same_rows():
         return allocate_volume_lines(*frames)
 
     def model(rows_per_part):
-        return allocate(
-            "int_volume_costs_prorated",
-            counted,
-            VOLUME_CLAIM_SCHEMA,
-            ("charge_id", "workload_id"),
-            Lines(con.from_arrow(table_of(lines, LINE_SCHEMA)), ("billed_cost", "effective_cost")),
-            Lines(con.from_arrow(table_of(mounts, MOUNT_SCHEMA))),
-            session=_dbt_session(con),
-            rows_per_part=rows_per_part,
-        ).to_arrow_table()
+        out = _volume_model(con, lines, mounts, _dbt_session(con), counted, rows_per_part)
+        return out.to_arrow_table()
 
     whole = model(None)
     assert len(runs) == 1
@@ -339,16 +335,7 @@ def test_rows_per_part_must_be_a_positive_whole_number(bad):
     con = duckdb.connect()
     lines, mounts = random_volume_fleet(3, 4)
     with pytest.raises(ValueError, match="rows_per_part must be a positive whole number"):
-        allocate(
-            "int_volume_costs_prorated",
-            allocate_volume_lines,
-            VOLUME_CLAIM_SCHEMA,
-            ("charge_id",),
-            Lines(con.from_arrow(table_of(lines, LINE_SCHEMA)), ("billed_cost", "effective_cost")),
-            Lines(con.from_arrow(table_of(mounts, MOUNT_SCHEMA))),
-            session=_dbt_session(con),
-            rows_per_part=bad,
-        )
+        _volume_model(con, lines, mounts, _dbt_session(con), rows_per_part=bad)
 
 
 def test_beyond_the_exact_bound_the_model_fails_in_one_line_naming_itself():
