@@ -24,8 +24,11 @@ import duckdb
 FLOATING = ("DOUBLE", "FLOAT")
 EXACT = ("DECIMAL", "HUGEINT", "BIGINT", "INTEGER", "SMALLINT", "TINYINT")
 NOT_COMPARED = {"loaded_at", "source_file_modified_at", "last_modified_at"}
-# the bill CSV reader's row numbers (see above); Slurm and on-prem row numbers are compared
-CSV_ROW_NUMBERED = {"base_focus__exports", "stg_focus__charges"}
+# the bill CSV reader's row numbers (see above), in every table that carries them:
+# int_bill_line_items is a table since 2026-11-27, and a clean-clone CI failed on 8 of its
+# rows while stg_focus__charges (the same rows, their numbers not compared) was equal;
+# Slurm and on-prem row numbers are compared
+CSV_ROW_NUMBERED = {"base_focus__exports", "stg_focus__charges", "int_bill_line_items"}
 
 
 def _expression(name: str, duck_type: str, spark_type: str) -> str:

@@ -229,9 +229,6 @@ IDLE_SPREAD_FIELDS = (
 )
 
 
-# The model's composition (claim, then idle.spread_idle, tested on PySpark in test_core_allocation).
-@pytest.mark.parametrize("engine", ["polars"], indirect=True)
-@pytest.mark.parametrize("policy", ["proportional", "even", "visible"])
 def idle_case() -> tuple[list[dict], list[dict], list[dict]]:
     """The idle model's inputs (idle rows, reservation claims, idle weights): the seeded random
     claims with the hand-made edges, and weights on line scopes and day scopes."""
@@ -259,6 +256,9 @@ def idle_case() -> tuple[list[dict], list[dict], list[dict]]:
     return idle_rows, claims, weights
 
 
+# The model's composition (claim, then idle.spread_idle, tested on PySpark in test_core_allocation).
+@pytest.mark.parametrize("engine", ["polars"], indirect=True)
+@pytest.mark.parametrize("policy", ["proportional", "even", "visible"])
 def test_spread_idle_with_reservations_equals_reference(engine, policy):
     idle_rows, claims, weights = idle_case()
     frame = idle.spread_idle_with_reservations(

@@ -90,8 +90,9 @@ def allocate(
     part of the lines (each line's rows hashed by its key into one of ``ceil(rows /
     rows_per_part)`` parts; every other frame whole in each run), so its working memory is a
     part's, not the month's; the parts' rows are then written as one table. Only for cores that
-    compute each line from its own rows (the node proration, the volume split): the result is the
-    same rows (tests/python/test_engine_io.py). Elsewhere a :class:`Lines` frame is read whole.
+    compute each key's rows from those rows alone (the node prorations by line, the idle spread by
+    cluster-day): the result is the same rows (tests/python/test_engine_io.py). Elsewhere (PySpark,
+    no ``rows_per_part``) a :class:`Lines` frame is read whole.
 
     A split beyond the core's exact bound fails the model with one line naming it and the bound
     (:class:`gpucost.core.split.WeightBoundError`), never a rounded or wrapped amount.
