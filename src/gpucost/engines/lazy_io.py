@@ -105,11 +105,8 @@ def allocate(
         rows = []
         for part in range(parts):
             inputs = [_part(f, part, parts) if isinstance(f, Lines) else f for f in frames]
-            rows.append(core(*inputs, **options).to_native().collect().to_arrow())
-        connection = duckdb_connection(session)
-        return from_lazy(
-            nw.from_native(connection.from_arrow(pa.concat_tables(rows))), schema, order_by
-        )
+            rows.append(core(*inputs, **options).to_native().collect())
+        return from_lazy(nw.from_native(pl.concat(rows).lazy()), schema, order_by, session)
     except WeightBoundError as exc:
         raise WeightBoundError(f"{model}: {exc}") from None
 
