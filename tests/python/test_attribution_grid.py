@@ -18,7 +18,7 @@ from gpucost.commands.attribution_grid import (
     worst_values,
     write_csv,
 )
-from gpucost.commands.attribution_truth import team_scores
+from gpucost.commands.attribution_truth import team_rows, team_scores
 
 
 def _month(name: str, **figures: float | None) -> dict:
@@ -67,14 +67,52 @@ def test_grid_csv_has_every_figure_and_exact_cost(tmp_path: Path) -> None:
 
 def test_team_scores_count_a_team_only_placement_as_placed() -> None:
     rows = [
-        ("nlp", "nlp", Decimal("3")),  # model or model_team: on the true team
-        ("vision", "nlp", Decimal("1")),  # on another team
-        (None, "nlp", Decimal("4")),  # nobody
+        ("nlp", "nlp", Decimal("3"), False),  # model or model_team: on the true team
+        ("vision", "nlp", Decimal("1"), False),  # on another team
+        ("vision", "vision", Decimal("2"), True),  # only its pod's team label: on the true team
+        ("nlp", "vision", Decimal("2"), True),  # only its pod's team label: on another team
+        (None, "nlp", Decimal("4"), False),  # nobody
     ]
     cost, coverage, accuracy = team_scores(rows)
-    assert cost == Decimal(8)
-    assert coverage == 0.5 and accuracy == 0.75
+    assert cost == Decimal(12)
+    assert coverage == 8 / 12 and accuracy == 5 / 8
+    assert team_scores(rows, by_label=True) == (Decimal(12), 4 / 12, 0.5)
+    assert team_scores(rows, by_label=False) == (Decimal(12), 4 / 12, 0.75)
     assert team_scores([]) == (Decimal(0), None, None)
+
+
+def test_team_rows_count_the_money_a_team_label_keeps_on_its_team(tmp_path: Path) -> None:
+    """What the marts charge to a team is team-placed, whatever put it there: a pod nobody placed
+    keeps its money on its team label's team (method none), and that part is flagged; nobody's
+    money (unallocated), the suspense owner's and a tagged pod's are not counted as placed."""
+    import duckdb
+
+    truth = tmp_path / "workloads.csv"
+    with truth.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["cluster", "namespace", "pod", "uid", "project_id", "team_id", "tag_state"])
+        for pod, state in [("a", "untagged"), ("b", "untagged"), ("c", "typo"), ("d", "untagged")]:
+            w.writerow(["k", "ns", pod, "1", "rag", "nlp", state])
+        w.writerow(["k", "ns", "e", "1", "rag", "nlp", "tagged"])
+    warehouse = tmp_path / "w.duckdb"
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("create schema marts")
+        con.execute(
+            "create table marts.fct_cost_allocation as select * from (values"
+            " ('k/ns/a/1', 'nlp', 'model_team', 3.0::decimal(38, 18)),"
+            " ('k/ns/b/1', 'vision', 'none', 2.0),"
+            " ('k/ns/c/1', '__unallocated__', 'none', 4.0),"
+            " ('k/ns/d/1', 'finance', 'suspense', 1.0),"
+            " ('k/ns/e/1', 'nlp', 'pod_label', 9.0)"
+            ") as t(workload_id, team_id, attribution_method, effective_cost)"
+        )
+    rows = sorted(team_rows(warehouse, truth), key=lambda r: r[2])
+    assert rows == [
+        (None, "nlp", Decimal("1.000000000000000000"), False),
+        ("vision", "nlp", Decimal("2.000000000000000000"), True),
+        ("nlp", "nlp", Decimal("3.000000000000000000"), False),
+        (None, "nlp", Decimal("4.000000000000000000"), False),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -107,16 +145,21 @@ def test_grid_command_scores_a_month_against_the_truth(tmp_path, capsys) -> None
     month = out / "patchy-seed4"
     truth_csv = str(month / "truth" / "workloads.csv").replace("'", "''")
     with duckdb.connect(str(month / "gpucost.duckdb"), read_only=True) as con:
-        ((cost, placed, right),) = con.execute(
+        # on a team: whatever the marts charge to one (a pod nobody placed keeps its money on its
+        # team label's team, method none: the part by label)
+        ((cost, placed, right, by_label, label_right),) = con.execute(
             f"with truth as (select * from read_csv('{truth_csv}', all_varchar = true)"
             " where tag_state in ('untagged', 'typo')),"
-            " money as (select a.team_id, a.attribution_method, a.effective_cost, t.team_id as true_team"
+            " money as (select a.team_id, a.attribution_method, a.effective_cost, t.team_id as true_team,"
+            " a.attribution_method <> 'suspense'"
+            " and a.team_id not in ('__unallocated__', '__unattributed__', '__idle__') as on_team"
             " from marts.fct_cost_allocation as a join truth as t"
             " on a.workload_id = t.cluster || '/' || t.namespace || '/' || t.pod || '/' || t.uid)"
             " select sum(effective_cost),"
-            " sum(effective_cost) filter (where attribution_method not in ('none', 'suspense')"
-            "  and team_id not in ('__unallocated__', '__unattributed__', '__idle__')),"
-            " sum(effective_cost) filter (where attribution_method not in ('none', 'suspense')"
+            " sum(effective_cost) filter (where on_team),"
+            " sum(effective_cost) filter (where on_team and team_id = true_team),"
+            " sum(effective_cost) filter (where on_team and attribution_method = 'none'),"
+            " sum(effective_cost) filter (where on_team and attribution_method = 'none'"
             "  and team_id = true_team)"
             " from money"
         ).fetchall()
@@ -124,6 +167,13 @@ def test_grid_command_scores_a_month_against_the_truth(tmp_path, capsys) -> None
     assert float(row["team_coverage"]) == pytest.approx(float(placed / cost), abs=1e-12)
     if placed:
         assert float(row["team_accuracy"]) == pytest.approx(float(right / placed), abs=1e-12)
+    assert float(row["label_team_coverage"]) == pytest.approx(
+        float((by_label or 0) / cost), abs=1e-12
+    )
+    if by_label:
+        assert float(row["label_team_accuracy"]) == pytest.approx(
+            float(label_right / by_label), abs=1e-12
+        )
     with duckdb.connect(str(month / "gpucost.duckdb"), read_only=True) as con:
         ((ece, p90),) = con.sql(
             "select expected_calibration_error, ece_if_calibrated_p90"

@@ -123,7 +123,21 @@ def test_quality_is_measured_on_a_time_based_holdout(generated_warehouse):
             "select metric_group, count(*) from marts.rpt_attribution_quality group by 1"
         )
     )
-    assert groups["holdout"] == 1 and groups["untagged"] == 2 and groups["reliability"] >= 1
+    assert groups["holdout"] == 1 and groups["untagged"] == 3 and groups["reliability"] >= 1
+    # the team level counts what the marts charge to a team: the money a pod's own team label keeps
+    # on its team when nobody placed the pod (method none) is team-placed, by the label alone
+    untagged = dict(
+        generated_warehouse.sql(
+            "select metric_key, auto_effective_cost from marts.rpt_attribution_quality"
+            " where metric_group = 'untagged'"
+        )
+    )
+    ((kept_by_label,),) = generated_warehouse.sql(
+        "select sum(effective_cost) from marts.fct_cost_allocation where workload_id is not null"
+        " and attribution_method = 'none' and team_id <> '__unallocated__'"
+    )
+    assert untagged["team_label"] == kept_by_label > 0
+    assert untagged["team"] >= untagged["all"] + untagged["team_label"]
     # the team level, the people withheld whole, one row per support class, the cold-start path
     assert groups["team_holdout"] == 1 and groups["person_holdout"] == 1
     assert groups["support_class"] == 3 and groups["cold_start"] == 2

@@ -18,8 +18,10 @@
 --                the build's team threshold (var gpucost_attribution_team_target_accuracy);
 -- and this model adds
 --   untagged     the workloads without a valid label in this build: share of their cost placed
---                automatically (key `all`: rule, model or cold_start, on a project; key `team`: also model_team
---                and cold_start_team, at least on a team). Accuracy unknowable here: no truth.
+--                automatically (key `all`: rule, model or cold_start, on a project; key `team`: at least on a
+--                team: also model_team, cold_start_team, and the pod's own team label, which keeps the money
+--                of a workload nobody placed on that team; key `team_label`: by that label alone). Accuracy
+--                unknowable here: no truth.
 {%- set threshold = var('gpucost_attribution_auto_threshold') %}
 with
 
@@ -71,6 +73,10 @@ untagged_workloads as (
 
     select
         workloads.attribution_method,
+        -- nobody placed it, but its pod's team label keeps its money on that team (int_workloads)
+        workloads.attribution_method = 'none'
+        and workloads.label_team_id is not null
+        and workloads.team_id = workloads.label_team_id as is_label_team,
         coalesce(costs.effective_cost, 0) as effective_cost
     from workloads
     left join costs on workloads.workload_id = costs.workload_id
@@ -80,7 +86,8 @@ untagged_workloads as (
 
 untagged_levels as (
 
-    -- the methods that place the untagged cost on a project (all), and at least on a team (team)
+    -- the methods that place the untagged cost on a project (all), at least on a team (team), and the
+    -- pod's own team label alone (team_label)
     select
         'all' as metric_key,
         untagged_workloads.*,
@@ -91,7 +98,13 @@ untagged_levels as (
         'team' as metric_key,
         untagged_workloads.*,
         untagged_workloads.attribution_method in ('rule', 'model', 'model_team', 'cold_start', 'cold_start_team')
-            as is_placed
+        or untagged_workloads.is_label_team as is_placed
+    from untagged_workloads
+    union all
+    select
+        'team_label' as metric_key,
+        untagged_workloads.*,
+        untagged_workloads.is_label_team as is_placed
     from untagged_workloads
 
 ),

@@ -64,6 +64,14 @@ FIGURES: tuple[Figure, ...] = (
     Figure("project_accuracy", "proj acc", True, "share of the placed cost on the true project"),
     Figure("team_coverage", "team cov", True, "share of it placed on a team"),
     Figure("team_accuracy", "team acc", True, "share of the team-placed cost on the true team"),
+    Figure(
+        "label_team_coverage",
+        "by label",
+        False,
+        "the part of team cov that only the pod's team label placed (nobody placed the project"
+        " or the team; the marts keep that money on the labelled team)",
+    ),
+    Figure("label_team_accuracy", "label acc", True, "share of that part on the true team"),
     Figure("ece", "ECE", False, "calibration error of the untagged pods against the truth"),
     Figure("holdout_ece", "hold ECE", False, "the build's time hold-out ECE (its quality mart)"),
     Figure(
@@ -170,7 +178,9 @@ def month_figures(
     threshold = float(quality[0]["auto_threshold"]) if quality else 0.9
     scored, _ = truth_rows(warehouse, truth_csv)
     report = evaluate(scored, threshold=threshold)
-    cost, team_coverage, team_accuracy = team_scores(team_rows(warehouse, truth_csv))
+    teams = team_rows(warehouse, truth_csv)
+    cost, team_coverage, team_accuracy = team_scores(teams)
+    _, label_coverage, label_accuracy = team_scores(teams, by_label=True)
     claimed = claimed_accuracy(quality)
     delivered = report.accuracy_auto
     return {
@@ -180,6 +190,8 @@ def month_figures(
         "project_accuracy": delivered,
         "team_coverage": team_coverage,
         "team_accuracy": team_accuracy,
+        "label_team_coverage": label_coverage,
+        "label_team_accuracy": label_accuracy,
         "ece": report.ece,
         "holdout_ece": _float(holdout.get("expected_calibration_error")),
         **person_ece(quality),

@@ -115,13 +115,16 @@ def truth_rows(
     return scored, model_only
 
 
-TeamRow = tuple[str | None, str, Decimal]  # (team the money went to or None, true team, cost)
+# (team the money went to or None, true team, cost, placed by the pod's team label alone)
+TeamRow = tuple[str | None, str, Decimal, bool]
 
 
 def team_rows(warehouse: Path, truth_csv: Path) -> list[TeamRow]:
     """The untagged pods' allocated money (exact effective cost), by the team it went to (None: no
     team, i.e. nobody or the suspense owner), against the team owning the pod's true project at
-    the pod's time. A team-only placement (project unattributed) is placed on its team."""
+    the pod's time. A team-only placement (project unattributed) is placed on its team; so is the
+    money of a pod nobody placed whose own team label keeps it on that team (int_workloads: method
+    ``none``, project unallocated), flagged ``by_label``: the marts charge it to that team."""
     import duckdb
 
     truth = _truth(truth_csv)
@@ -136,17 +139,23 @@ def team_rows(warehouse: Path, truth_csv: Path) -> list[TeamRow]:
         known = truth.get(r["workload_id"])
         if known is None or known.tag_state not in UNTAGGED_STATES:
             continue
-        placed = r["attribution_method"] not in ("none", "suspense") and r["team_id"] not in NO_TEAM
-        out.append((r["team_id"] if placed else None, known.team_id, r["cost"]))
+        placed = r["attribution_method"] != "suspense" and r["team_id"] not in NO_TEAM
+        by_label = placed and r["attribution_method"] == "none"
+        out.append((r["team_id"] if placed else None, known.team_id, r["cost"], by_label))
     return out
 
 
-def team_scores(rows: list[TeamRow]) -> tuple[Decimal, float | None, float | None]:
+def team_scores(
+    rows: list[TeamRow], *, by_label: bool | None = None
+) -> tuple[Decimal, float | None, float | None]:
     """(total cost, share of it placed on a team, share of the placed cost on the true team);
-    a share is None when there is nothing to divide."""
-    total = sum((c for *_, c in rows), Decimal(0))
-    placed = sum((c for t, _, c in rows if t is not None), Decimal(0))
-    right = sum((c for t, true, c in rows if t is not None and t == true), Decimal(0))
+    a share is None when there is nothing to divide. ``by_label`` True (False) counts as placed
+    only the money the pod's team label alone (anything else) put on a team; the total stays all
+    the untagged cost."""
+    total = sum((r[2] for r in rows), Decimal(0))
+    counted = [r for r in rows if r[0] is not None and (by_label is None or r[3] == by_label)]
+    placed = sum((r[2] for r in counted), Decimal(0))
+    right = sum((r[2] for r in counted if r[0] == r[1]), Decimal(0))
     return (
         total,
         float(placed / total) if total else None,
