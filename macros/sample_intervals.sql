@@ -1,7 +1,8 @@
-{#- The time each telemetry sample stands for, for one kind of series (called by the view
+{#- The time each telemetry sample stands for, for one kind of series (called by the table
     int_telemetry_sample_intervals, for a GPU slot's samples, a pod container's GPU requests, a pod container's CPU
     and memory requests): a select of `samples`' columns plus
       gap_seconds      the gap to the series' next sample (null for its last),
+      step_seconds     the series' step,
       duration_seconds sample_duration(gap, step): the gap, or the series' step when the gap is missing or
                        longer than gpucost_max_sample_gap_seconds (telemetry lost is not usage).
     A series' step is its shortest positive gap. `series`: the columns naming a series (null-safe match);
@@ -10,8 +11,31 @@
     it must have the `series` columns and sampled_epoch. -#}
 {% macro sample_intervals(samples, series, steps_from=none) -%}
     {%- set partition = series | join(', ') -%}
+    {%- if steps_from is none %}
+    {#- the steps from the same gaps: one window over each series, then its shortest positive gap over the
+        same partition (no second pass over the samples, no join back) -#}
     select
         sample_gaps.*,
+        {{ sample_duration('sample_gaps.gap_seconds', 'sample_gaps.step_seconds') }} as duration_seconds
+    from (
+        select
+            gaps.*,
+            min(case when gaps.gap_seconds > 0 then gaps.gap_seconds end) over (
+                partition by {{ partition }}
+            ) as step_seconds
+        from (
+            select
+                {{ samples }}.*,
+                lead({{ samples }}.sampled_epoch) over (
+                    partition by {{ partition }} order by {{ samples }}.sampled_epoch
+                ) - {{ samples }}.sampled_epoch as gap_seconds
+            from {{ samples }}
+        ) as gaps
+    ) as sample_gaps
+    {%- else %}
+    select
+        sample_gaps.*,
+        series_steps.step_seconds,
         {{ sample_duration('sample_gaps.gap_seconds', 'series_steps.step_seconds') }} as duration_seconds
     from (
         select
@@ -30,7 +54,7 @@
                 {{ partition }},
                 lead(sampled_epoch) over (partition by {{ partition }} order by sampled_epoch)
                 - sampled_epoch as gap_seconds
-            from {{ steps_from if steps_from is not none else samples }}
+            from {{ steps_from }}
         ) as series_gaps
         group by {{ partition }}
     ) as series_steps
@@ -38,4 +62,5 @@
         {%- for column in series %}
         {{ 'and ' if not loop.first }}sample_gaps.{{ column }} is not distinct from series_steps.{{ column }}
         {%- endfor %}
+    {%- endif %}
 {%- endmacro %}
