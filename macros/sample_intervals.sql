@@ -11,6 +11,14 @@
     it must have the `series` columns and sampled_epoch. -#}
 {% macro sample_intervals(samples, series, steps_from=none) -%}
     {%- set partition = series | join(', ') -%}
+    {%- set sample_gaps -%}
+        select
+            {{ samples }}.*,
+            lead({{ samples }}.sampled_epoch) over (
+                partition by {{ partition }} order by {{ samples }}.sampled_epoch
+            ) - {{ samples }}.sampled_epoch as gap_seconds
+        from {{ samples }}
+    {%- endset -%}
     {%- if steps_from is none %}
     {#- the steps from the same gaps: one window over each series, then its shortest positive gap over the
         same partition (no second pass over the samples, no join back) -#}
@@ -24,12 +32,7 @@
                 partition by {{ partition }}
             ) as step_seconds
         from (
-            select
-                {{ samples }}.*,
-                lead({{ samples }}.sampled_epoch) over (
-                    partition by {{ partition }} order by {{ samples }}.sampled_epoch
-                ) - {{ samples }}.sampled_epoch as gap_seconds
-            from {{ samples }}
+        {{ sample_gaps }}
         ) as gaps
     ) as sample_gaps
     {%- else %}
@@ -38,12 +41,7 @@
         series_steps.step_seconds,
         {{ sample_duration('sample_gaps.gap_seconds', 'series_steps.step_seconds') }} as duration_seconds
     from (
-        select
-            {{ samples }}.*,
-            lead({{ samples }}.sampled_epoch) over (
-                partition by {{ partition }} order by {{ samples }}.sampled_epoch
-            ) - {{ samples }}.sampled_epoch as gap_seconds
-        from {{ samples }}
+        {{ sample_gaps }}
     ) as sample_gaps
     inner join (
         select
