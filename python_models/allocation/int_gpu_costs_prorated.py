@@ -4,6 +4,7 @@
 from gpucost.core.node_parts import prorate_gpu_parts
 from gpucost.engines.arrow_io import PRORATED_SCHEMA
 from gpucost.engines.lazy_io import Lines, allocate
+from gpucost.engines.reuse import Reuse
 
 # the task-complexity weight in millionths, rounded half to even
 USAGE_COLUMNS = (
@@ -15,7 +16,6 @@ MONEY = ("billed_cost", "effective_cost", "allocation_ratio")
 
 
 def model(dbt, session):
-    dbt.config(materialized="table")
     basis = dbt.config.get("allocation_basis") or "requested"
     rows_per_part = dbt.config.get("rows_per_part")
     return allocate(
@@ -29,4 +29,5 @@ def model(dbt, session):
         basis=basis,
         session=session,
         rows_per_part=rows_per_part,
+        reuse=Reuse(str(dbt.this) if dbt.is_incremental else None),
     )

@@ -5,6 +5,7 @@ the configured idle policy (gpucost.core.idle.spread_idle_with_reservations).
 from gpucost.core.idle import spread_idle_with_reservations
 from gpucost.engines.arrow_io import IDLE_SPREAD_SCHEMA
 from gpucost.engines.lazy_io import Lines, allocate, list_elements
+from gpucost.engines.reuse import Reuse
 
 ORDER_BY = (
     "charge_id", "recipient", "reservation_id", "team_id", "project_id", "recipient_group",
@@ -24,7 +25,6 @@ def _scopes(pool):
 
 
 def model(dbt, session):
-    dbt.config(materialized="table")
     policy = dbt.config.get("idle_policy") or "proportional"
     rows_per_part = dbt.config.get("rows_per_part")
     pool = dbt.ref("int_gpu_idle_pool")
@@ -40,4 +40,8 @@ def model(dbt, session):
         policy,
         session=session,
         rows_per_part=rows_per_part,
+        reuse=Reuse(
+            str(dbt.this) if dbt.is_incremental else None,
+            key_of=pool.project(f"charge_id, {DAY}"),
+        ),
     )

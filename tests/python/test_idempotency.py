@@ -6,6 +6,7 @@ not physical order.
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 import shutil
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 import duckdb
@@ -206,6 +208,68 @@ def test_an_incremental_run_with_late_telemetry_equals_a_full_refresh(
         assert fingerprints(
             late_telemetry.warehouse, schema, late_telemetry.landing
         ) == fingerprints(generated_warehouse.path, schema, generated_warehouse.landing)
+
+
+KEPT = re.compile(r"^(int_\w+): ([\d,]+) of ([\d,]+) lines kept, ([\d,]+) computed", re.M)
+
+
+def restate_a_day(landing: Path) -> int:
+    """Land a restatement of the generated FOCUS month (a later delivery, by the time in its path) in
+    which the GPU instance lines of the month's second day cost 0.01 more; returns how many lines."""
+    export = next((landing / "billing" / "focus").glob("*/focus_export_*.csv"))
+    with export.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        header, rows = reader.fieldnames, list(reader)
+    second_day = sorted({row["ChargePeriodStart"][:10] for row in rows})[1]
+    restated = 0
+    for row in rows:
+        if row["ChargePeriodStart"].startswith(second_day) and row["ResourceType"] == "instance":
+            for column in ("BilledCost", "EffectiveCost"):
+                row[column] = str(Decimal(row[column]) + Decimal("0.01"))
+            restated += 1
+    target = export.parent / "restated" / "20991231T000000Z" / export.name
+    target.parent.mkdir(parents=True)
+    with target.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(rows)
+    return restated
+
+
+def test_a_restated_bill_day_recomputes_only_its_lines_and_equals_a_fresh_build(
+    late_telemetry, tmp_path
+):
+    """The month built incrementally (late_telemetry), then a restated bill day landed: the
+    allocation models built by line (gpucost.engines.reuse) recompute that day's GPU lines and keep
+    the rest, and every intermediate table and mart equals a fresh build of the same landing."""
+    landing = tmp_path / "landing"
+    shutil.copytree(late_telemetry.landing, landing)
+    warehouse = tmp_path / "incremental" / WAREHOUSE_NAME
+    warehouse.parent.mkdir()
+    shutil.copyfile(late_telemetry.warehouse, warehouse)
+    restated = restate_a_day(landing)
+    assert restated > 0
+
+    # labels and features unchanged: the current model version is kept, and a fresh build trains it
+    build = run_dbt(landing, warehouse, tmp_path, "build", *LOOKBACK)
+    assert build.returncode == 0, build.stdout[-4000:]
+    kept = {
+        m[1]: [int(n.replace(",", "")) for n in m.groups()[1:]] for m in KEPT.finditer(build.stdout)
+    }
+    assert set(kept) == {
+        "int_gpu_costs_prorated", "int_node_compute_costs_prorated", "int_gpu_idle_costs_spread"
+    }  # fmt: skip
+    # the restated lines are new lines (another row identity); every other line is kept
+    assert kept["int_gpu_costs_prorated"][2] == restated
+    assert kept["int_gpu_costs_prorated"][0] == kept["int_gpu_costs_prorated"][1] - restated
+    for model, (_, lines, computed) in kept.items():
+        assert 0 < computed < lines, model
+
+    fresh = tmp_path / "fresh" / WAREHOUSE_NAME
+    assert run_dbt(landing, fresh, tmp_path, "build", *MODELS_ONLY).returncode == 0
+    assert current_version(warehouse) == current_version(fresh)
+    for schema in ("intermediate", "marts"):
+        assert fingerprints(warehouse, schema, landing) == fingerprints(fresh, schema, landing)
 
 
 def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(

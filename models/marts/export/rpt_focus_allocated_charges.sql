@@ -3,7 +3,8 @@
 -- origin charge's dimensions and non-summable metrics (unit prices) are repeated, and its summable
 -- metrics are split so that the allocated charges of one origin charge sum exactly to it: BilledCost and
 -- EffectiveCost are the allocation's own exact shares, ListCost, ContractedCost, PricingQuantity and
--- ConsumedQuantity are split by the allocated ratio (split_by_ratio, largest remainder in 1e-18 units).
+-- ConsumedQuantity are split by the allocated ratio (fct_allocation_metric_splits: largest remainder in 1e-18
+-- units, built by charge).
 -- AllocatedMethodDetails carries the ratio and, where a workload's GPU time sized the share, its GPU-hours
 -- (UsageUnit GPU-Hours, UsageQuantity). AllocatedResourceId is the workload or the owning project, null on
 -- the unallocated portion, as the spec asks. FOCUS 1.4 names: ServiceProviderName and HostProviderName, no
@@ -23,25 +24,10 @@ charges as (
 
 ),
 
-allocated_ratios as (
+split_metrics as (
 
-    select
-        allocation_id,
-        charge_id,
-        allocation_ratio
-    from {{ ref('fct_cost_allocation') }}
-
-),
-
-charge_metrics as (
-
-    select
-        charge_id,
-        list_cost,
-        contracted_cost,
-        pricing_quantity,
-        consumed_quantity
-    from {{ ref('int_bill_line_items') }}
+    -- the origin charge's summable metrics, split exactly by the allocated ratio (built by charge)
+    select * from {{ ref('fct_allocation_metric_splits') }}
 
 ),
 
@@ -128,43 +114,6 @@ joined as (
         on
         allocations.charge_id = gpu_usage.charge_id
         and allocations.workload_id = gpu_usage.workload_id
-
-),
-
-split_terms as (
-
-    -- the terms of the split of the origin charge's summable metrics, on the few columns it reads: a
-    -- window sorts every column of its input, and over the wide joined rows the four windows were most
-    -- of this model's time. Read from their own import CTEs, not from allocations / charges: DuckDB
-    -- then kept those wide CTEs materialised for two readers (peak buffer 6.7 against 5.9 GB)
-    select
-        allocated_ratios.allocation_id,
-        allocated_ratios.charge_id,
-        {{ split_by_ratio_terms('charge_metrics.list_cost', 'allocated_ratios.allocation_ratio', 'list_cost') }},
-        {{ split_by_ratio_terms(
-            'charge_metrics.contracted_cost', 'allocated_ratios.allocation_ratio', 'contracted_cost'
-        ) }},
-        {{ split_by_ratio_terms(
-            'charge_metrics.pricing_quantity', 'allocated_ratios.allocation_ratio', 'pricing_quantity'
-        ) }},
-        {{ split_by_ratio_terms(
-            'charge_metrics.consumed_quantity', 'allocated_ratios.allocation_ratio', 'consumed_quantity'
-        ) }}
-    from allocated_ratios
-    inner join charge_metrics on allocated_ratios.charge_id = charge_metrics.charge_id
-
-),
-
-split_metrics as (
-
-    -- the origin charge's summable metrics, split exactly by the allocated ratio
-    select
-        allocation_id,
-        {{ split_by_ratio('list_cost', 'charge_id', 'allocation_id') }} as list_cost,
-        {{ split_by_ratio('contracted_cost', 'charge_id', 'allocation_id') }} as contracted_cost,
-        {{ split_by_ratio('pricing_quantity', 'charge_id', 'allocation_id') }} as pricing_quantity,
-        {{ split_by_ratio('consumed_quantity', 'charge_id', 'allocation_id') }} as consumed_quantity
-    from split_terms
 
 ),
 

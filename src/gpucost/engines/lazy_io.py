@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import duckdb
@@ -32,6 +32,8 @@ import pyarrow as pa
 
 from gpucost.core.split import WeightBoundError
 from gpucost.engines.arrow_io import MONEY
+from gpucost.engines.reuse import COLUMNS as reuse_columns
+from gpucost.engines.reuse import Reuse, keyed_output, reuse_lines, salt
 
 MONEY_SQL = "DECIMAL(38, 18)"
 _UNIT_SQL = "CAST('0.000000000000000001' AS DECIMAL(18, 18))"
@@ -75,6 +77,7 @@ def allocate(
     *frames: nw.LazyFrame | Lines,
     session: Any = None,
     rows_per_part: int | None = None,
+    reuse: Reuse | None = None,
     **options: Any,
 ) -> Any:
     """A dbt Python model's result: ``core(*frames, **options)`` as the engine's own frame (a DuckDB
@@ -94,21 +97,75 @@ def allocate(
     cluster-day): the result is the same rows (tests/python/test_engine_io.py). Elsewhere (PySpark,
     no ``rows_per_part``) a :class:`Lines` frame is read whole.
 
+    With ``reuse`` (:class:`gpucost.engines.reuse.Reuse`; every input a :class:`Lines` of one key),
+    the rows also carry ``input_key`` and ``input_fingerprint``, and on DuckDB the core runs only on
+    the lines whose inputs changed since ``reuse.previous`` (the model's table) was built, whose
+    stale rows are deleted: the model appends what this returns (:mod:`gpucost.engines.reuse`).
+    Elsewhere every line is computed and the two columns are null.
+
     A split beyond the core's exact bound fails the model with one line naming it and the bound
     (:class:`gpucost.core.split.WeightBoundError`), never a rounded or wrapped amount.
     """
     try:
-        parts = _part_count(frames, session, rows_per_part)
-        if parts == 1:
-            inputs = [f.lazy() if isinstance(f, Lines) else f for f in frames]
-            return from_lazy(core(*inputs, **options), schema, order_by, session)
-        rows = []
-        for part in range(parts):
-            inputs = [_part(f, part, parts) if isinstance(f, Lines) else f for f in frames]
-            rows.append(core(*inputs, **options).to_native().collect())
-        return from_lazy(nw.from_native(pl.concat(rows).lazy()), schema, order_by, session)
+        connection = duckdb_connection(session)
+        if reuse is None:
+            return _allocate(core, schema, order_by, frames, session, rows_per_part, options)
+        if connection is None:
+            # another engine (PySpark): every line computed, the two columns present and null
+            from pyspark.sql import functions as F
+
+            out = _allocate(core, schema, order_by, frames, session, rows_per_part, options)
+            return out.select(
+                "*", *(F.lit(None).cast("string").alias(name) for name in reuse_columns)
+            )
+        lines = [f for f in frames if isinstance(f, Lines)]
+        keys = {f.line_key for f in lines}
+        # every other positional argument is a setting (the idle policy), part of every digest
+        settings = [f for f in frames if not isinstance(f, Lines)]
+        if len(keys) != 1 or any(not isinstance(f, str | int | float | None) for f in settings):
+            raise ValueError(f"{model}: reuse needs every input read by one line key, got {keys}")
+        plan = reuse_lines(
+            connection,
+            model,
+            [f.native for f in lines],
+            keys.pop(),
+            reuse.previous,
+            salt(model, {**options, "settings": settings}, schema),
+        )
+        plan.report(model)
+        todo = [_only(f, plan.todo) if isinstance(f, Lines) else f for f in frames]
+        out = _allocate(core, schema, (), todo, session, rows_per_part, options)
+        return keyed_output(out, reuse, plan.fingerprints, connection, order_by)
     except WeightBoundError as exc:
         raise WeightBoundError(f"{model}: {exc}") from None
+
+
+def _allocate(
+    core: Callable[..., nw.LazyFrame],
+    schema: pa.Schema,
+    order_by: Sequence[str],
+    frames: Sequence[nw.LazyFrame | Lines],
+    session: Any,
+    rows_per_part: int | None,
+    options: dict[str, Any],
+) -> Any:
+    """The core's rows over ``frames``, a part of the lines at a time (see :func:`allocate`)."""
+    parts = _part_count(frames, session, rows_per_part)
+    if parts == 1:
+        inputs = [f.lazy() if isinstance(f, Lines) else f for f in frames]
+        return from_lazy(core(*inputs, **options), schema, order_by, session)
+    rows = []
+    for part in range(parts):
+        inputs = [_part(f, part, parts) if isinstance(f, Lines) else f for f in frames]
+        rows.append(core(*inputs, **options).to_native().collect())
+    return from_lazy(nw.from_native(pl.concat(rows).lazy()), schema, order_by, session)
+
+
+def _only(frame: Lines, todo: str) -> Lines:
+    """``frame`` with the rows of the lines named in the temp table ``todo`` only."""
+    key = quote(frame.line_key)
+    native = frame.native.filter(f"cast({key} as varchar) in (select input_key from {todo})")
+    return replace(frame, native=native)
 
 
 def duckdb_connection(session: Any) -> duckdb.DuckDBPyConnection | None:

@@ -1,0 +1,44 @@
+{#- The digest of each line's input rows, for a model built incrementally by line: the same rule as
+    gpucost.engines.reuse.fingerprint_sql (the allocation Python models'; tests/python/test_reuse.py
+    checks the two give the same digests). `inputs` is a list of [relation, [columns]], every relation
+    keyed by column `key`; `salt` is what every digest also depends on (the model's code). Per input, a
+    line's row count and two sums of 64-bit row hashes (sums, not XOR: two equal rows do not cancel);
+    one md5 over them. Returns input_key (the key as text) and input_fingerprint. -#}
+{% macro line_digests(inputs, key, salt) -%}
+    {%- set salt_literal = "'" ~ (salt | replace("'", "''")) ~ "'" -%}
+    select
+        input_key,
+        md5({{ salt_literal }} || string_agg(frame || ':' || n || ':' || h1 || ':' || h2, ',' order by frame))
+            as input_fingerprint
+    from (
+        {%- for relation, columns in inputs %}
+        {%- set quoted = [] %}
+        {%- for column in columns %}{% do quoted.append(adapter.quote(column)) %}{% endfor %}
+        {%- set hashed = quoted | join(', ') %}
+        select
+            {{ loop.index0 }} as frame,
+            cast({{ key }} as varchar) as input_key,
+            count(*) as n,
+            sum(hash({{ hashed }})) as h1,
+            sum(hash({{ hashed }}, {{ salt_literal }})) as h2
+        from {{ relation }}
+        group by all
+        {%- if not loop.last %}
+        union all
+        {%- endif %}
+        {%- endfor %}
+    ) as lines
+    group by input_key
+{%- endmacro %}
+
+{#- The salt of a SQL model's line digests: its own code and every macro of this project (split_by_ratio and
+    the rest), so that a changed rule recomputes every line. -#}
+{% macro line_digest_salt() -%}
+    {%- set code = [model.raw_code] -%}
+    {%- if execute -%}
+        {%- for macro in graph.get('macros', {}).values() | sort(attribute='unique_id') -%}
+            {%- if macro.package_name == project_name -%}{% do code.append(macro.macro_sql) %}{%- endif -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {{- return(local_md5(code | join('\n'))) -}}
+{%- endmacro %}
