@@ -18,7 +18,7 @@ from gpucost.commands.attribution_grid import (
     worst_values,
     write_csv,
 )
-from gpucost.commands.attribution_truth import team_rows, team_scores
+from gpucost.commands.attribution_truth import TeamRow, team_figures, team_rows, team_scores
 
 
 def _month(name: str, **figures: float | None) -> dict:
@@ -67,11 +67,11 @@ def test_grid_csv_has_every_figure_and_exact_cost(tmp_path: Path) -> None:
 
 def test_team_scores_count_a_team_only_placement_as_placed() -> None:
     rows = [
-        ("nlp", "nlp", Decimal("3"), False),  # model or model_team: on the true team
-        ("vision", "nlp", Decimal("1"), False),  # on another team
-        ("vision", "vision", Decimal("2"), True),  # only its pod's team label: on the true team
-        ("nlp", "vision", Decimal("2"), True),  # only its pod's team label: on another team
-        (None, "nlp", Decimal("4"), False),  # nobody
+        TeamRow("nlp", "nlp", Decimal("3"), False),  # model or model_team: on the true team
+        TeamRow("vision", "nlp", Decimal("1"), False),  # on another team
+        TeamRow("vision", "vision", Decimal("2"), True),  # only its pod's team label: right
+        TeamRow("nlp", "vision", Decimal("2"), True),  # only its pod's team label: another team
+        TeamRow(None, "nlp", Decimal("4"), False),  # nobody
     ]
     cost, coverage, accuracy = team_scores(rows)
     assert cost == Decimal(12)
@@ -113,6 +113,8 @@ def test_team_rows_count_the_money_a_team_label_keeps_on_its_team(tmp_path: Path
         ("nlp", "nlp", Decimal("3.000000000000000000"), False),
         (None, "nlp", Decimal("4.000000000000000000"), False),
     ]
+    # the grid's and the benchmark's figures: all placements, then the team label's alone
+    assert team_figures(warehouse, truth) == (Decimal(10), 5 / 10, 3 / 5, 2 / 10, 0.0)
 
 
 @pytest.mark.parametrize(

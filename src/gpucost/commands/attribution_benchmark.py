@@ -33,8 +33,7 @@ from gpucost.commands.attribution_truth import (
     build_warehouse,
     coverage_at_accuracy,
     read_quality,
-    team_rows,
-    team_scores,
+    team_figures,
     truth_rows,
 )
 
@@ -249,14 +248,12 @@ def run(args: argparse.Namespace) -> int:
     rep = reports["all"]
     placed_right = _pct((rep.coverage or 0.0) * (rep.accuracy_auto or 0.0))
     print(f"  coverage x accuracy = {placed_right} of untagged cost placed right")
-    teams = team_rows(warehouse, truth_csv)
-    cost, team_coverage, team_accuracy = team_scores(teams)
-    _, label_coverage, label_accuracy = team_scores(teams, by_label=True)
+    teams = team_figures(warehouse, truth_csv)
     print(
-        f"  teams: {_pct(team_coverage).strip()} of the untagged cost ({cost:.2f}) placed on a"
-        f" team, {_pct(team_accuracy).strip()} of it on the true team at the pod's time; of it"
-        f" {_pct(label_coverage).strip()} by the pod's team label alone, at"
-        f" {_pct(label_accuracy).strip()}"
+        f"  teams: {_pct(teams.coverage).strip()} of the untagged cost ({teams.cost:.2f}) placed on"
+        f" a team, {_pct(teams.accuracy).strip()} of it on the true team at the pod's time; of it"
+        f" {_pct(teams.label_coverage).strip()} by the pod's team label alone, at"
+        f" {_pct(teams.label_accuracy).strip()}"
     )
     target = TARGETS["accuracy"]
     print(

@@ -168,8 +168,7 @@ def month_figures(
     """One month's figures (see FIGURES) from its warehouse, its truth and its quality report."""
     from gpucost.commands.attribution_truth import (
         coverage_at_accuracy,
-        team_rows,
-        team_scores,
+        team_figures,
         truth_rows,
     )
     from gpucost.core.attribution import evaluate
@@ -178,20 +177,18 @@ def month_figures(
     threshold = float(quality[0]["auto_threshold"]) if quality else 0.9
     scored, _ = truth_rows(warehouse, truth_csv)
     report = evaluate(scored, threshold=threshold)
-    teams = team_rows(warehouse, truth_csv)
-    cost, team_coverage, team_accuracy = team_scores(teams)
-    _, label_coverage, label_accuracy = team_scores(teams, by_label=True)
+    teams = team_figures(warehouse, truth_csv)
     claimed = claimed_accuracy(quality)
     delivered = report.accuracy_auto
     return {
         "threshold": threshold,
-        "untagged_cost": cost,
+        "untagged_cost": teams.cost,
         "project_coverage": report.coverage,
         "project_accuracy": delivered,
-        "team_coverage": team_coverage,
-        "team_accuracy": team_accuracy,
-        "label_team_coverage": label_coverage,
-        "label_team_accuracy": label_accuracy,
+        "team_coverage": teams.coverage,
+        "team_accuracy": teams.accuracy,
+        "label_team_coverage": teams.label_coverage,
+        "label_team_accuracy": teams.label_accuracy,
         "ece": report.ece,
         "holdout_ece": _float(holdout.get("expected_calibration_error")),
         **person_ece(quality),

@@ -115,8 +115,24 @@ def truth_rows(
     return scored, model_only
 
 
-# (team the money went to or None, true team, cost, placed by the pod's team label alone)
-TeamRow = tuple[str | None, str, Decimal, bool]
+class TeamRow(NamedTuple):
+    """An untagged pod's allocated money on one team (or on none)."""
+
+    team: str | None  # the team the money went to; None: no team (nobody, the suspense owner)
+    true_team: str  # the team owning the pod's true project at the pod's time
+    cost: Decimal
+    by_label: bool  # placed by the pod's team label alone
+
+
+class TeamFigures(NamedTuple):
+    """The team level of one month: the untagged cost, the share of it on a team and the share of
+    that on the true team, all placements and the pod's team label's alone."""
+
+    cost: Decimal
+    coverage: float | None
+    accuracy: float | None
+    label_coverage: float | None
+    label_accuracy: float | None
 
 
 def team_rows(warehouse: Path, truth_csv: Path) -> list[TeamRow]:
@@ -141,8 +157,16 @@ def team_rows(warehouse: Path, truth_csv: Path) -> list[TeamRow]:
             continue
         placed = r["attribution_method"] != "suspense" and r["team_id"] not in NO_TEAM
         by_label = placed and r["attribution_method"] == "none"
-        out.append((r["team_id"] if placed else None, known.team_id, r["cost"], by_label))
+        out.append(TeamRow(r["team_id"] if placed else None, known.team_id, r["cost"], by_label))
     return out
+
+
+def team_figures(warehouse: Path, truth_csv: Path) -> TeamFigures:
+    """:func:`team_scores` of :func:`team_rows`, over all placements and the team label's alone."""
+    rows = team_rows(warehouse, truth_csv)
+    cost, coverage, accuracy = team_scores(rows)
+    _, label_coverage, label_accuracy = team_scores(rows, by_label=True)
+    return TeamFigures(cost, coverage, accuracy, label_coverage, label_accuracy)
 
 
 def team_scores(
@@ -152,10 +176,12 @@ def team_scores(
     a share is None when there is nothing to divide. ``by_label`` True (False) counts as placed
     only the money the pod's team label alone (anything else) put on a team; the total stays all
     the untagged cost."""
-    total = sum((r[2] for r in rows), Decimal(0))
-    counted = [r for r in rows if r[0] is not None and (by_label is None or r[3] == by_label)]
-    placed = sum((r[2] for r in counted), Decimal(0))
-    right = sum((r[2] for r in counted if r[0] == r[1]), Decimal(0))
+    total = sum((r.cost for r in rows), Decimal(0))
+    counted = [
+        r for r in rows if r.team is not None and (by_label is None or r.by_label == by_label)
+    ]
+    placed = sum((r.cost for r in counted), Decimal(0))
+    right = sum((r.cost for r in counted if r.team == r.true_team), Decimal(0))
     return (
         total,
         float(placed / total) if total else None,

@@ -133,7 +133,10 @@ def allocate(
             salt(model, {**options, "settings": settings}, schema),
         )
         plan.report(model)
-        todo = [_only(f, plan.todo) if isinstance(f, Lines) else f for f in frames]
+        # every line to compute (a full build): the inputs as they are, without the filter
+        todo = [
+            _only(f, plan.todo) if isinstance(f, Lines) and not plan.full else f for f in frames
+        ]
         out = _allocate(core, schema, (), todo, session, rows_per_part, options)
         return keyed_output(out, reuse, plan.fingerprints, connection, order_by)
     except WeightBoundError as exc:
