@@ -3,7 +3,8 @@
     checks the two give the same digests). `inputs` is a list of [relation, [columns]], every relation
     keyed by column `key`; `salt` is what every digest also depends on (the model's code). Per input, a
     line's row count and two sums of 64-bit row hashes (sums, not XOR: two equal rows do not cancel);
-    one md5 over them. Returns input_key (the key as text) and input_fingerprint. -#}
+    one md5 over them. The first input names the lines: a key only the others hold gets no digest. Returns
+    input_key (the key as text) and input_fingerprint. -#}
 {% macro line_digests(inputs, key, salt) -%}
     {%- set salt_literal = "'" ~ (salt | replace("'", "''")) ~ "'" -%}
     select
@@ -29,6 +30,7 @@
         {%- endfor %}
     ) as lines
     group by input_key
+    having bool_or(frame = 0)
 {%- endmacro %}
 
 {#- The salt of a SQL model's line digests: its own code and every macro of this project (split_by_ratio and

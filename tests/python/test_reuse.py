@@ -97,6 +97,8 @@ def _changed_month(lines: list[dict], mounts: list[dict]) -> tuple[list[dict], l
     moved["workload_id"] = "someone-else"
     mounts.append(dict(next(r for r in mounts if r["charge_id"] == "v09")))
     mounts.append({**mounts[0], "charge_id": "v99"})
+    # a mount of a line the bill does not hold: no line to allocate, no digest
+    mounts.append({**mounts[0], "charge_id": "no-such-line"})
     return lines, mounts
 
 
@@ -110,7 +112,9 @@ def month() -> tuple[list[dict], list[dict]]:
 
 
 @pytest.mark.parametrize("rows_per_part", [None, 3])
-def test_only_changed_lines_are_recomputed_and_the_table_equals_a_fresh_one(month, rows_per_part):
+def test_only_changed_lines_are_recomputed_and_the_table_equals_a_fresh_one(
+    month, rows_per_part, capsys
+):
     model = Model(*month)
     first = model.build(rows_per_part)
     assert first == {r["charge_id"] for r in month[0]}
@@ -123,8 +127,13 @@ def test_only_changed_lines_are_recomputed_and_the_table_equals_a_fresh_one(mont
 
     # nothing changed: nothing computed, the same rows
     before = model.rows()
+    capsys.readouterr()
     assert model.build(rows_per_part) == set()
     assert model.rows() == before
+    lines = len(month[0])  # 20 - v05 + v99
+    assert capsys.readouterr().out == (
+        f"int_volume_costs_prorated: {lines:,} of {lines:,} lines kept, 0 computed\n"
+    )
 
 
 def test_a_build_stopped_after_the_delete_is_completed_by_the_next(month):

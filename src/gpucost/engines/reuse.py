@@ -92,7 +92,9 @@ def salt(model: str, options: Mapping[str, Any], schema: Any) -> str:
 
 def fingerprint_sql(views: Sequence[tuple[str, Sequence[str]]], key: str, salt_text: str) -> str:
     """DuckDB SQL of every line's ``(input_key, input_fingerprint)`` over ``views`` (each a
-    relation's name and its columns), all keyed by column ``key``."""
+    relation's name and its columns), all keyed by column ``key``. The first input names the lines:
+    a key only the others hold has no line to allocate, and no digest (its rows would never be
+    stored, so it would be computed again on every build)."""
     parts = []
     for i, (view, columns) in enumerate(views):
         cols = ", ".join(_quote(c) for c in columns)
@@ -105,7 +107,7 @@ def fingerprint_sql(views: Sequence[tuple[str, Sequence[str]]], key: str, salt_t
     return (
         f"select {KEY}, md5({_literal(salt_text)} || string_agg(frame || ':' || n || ':' || h1"
         f" || ':' || h2, ',' order by frame)) as {FINGERPRINT}\nfrom (\n{body}\n) as lines"
-        f" group by {KEY}"
+        f" group by {KEY} having bool_or(frame = 0)"
     )
 
 
