@@ -33,11 +33,12 @@
     having bool_or(frame = 0)
 {%- endmacro %}
 
-{#- The salt of a SQL model's line digests: its own code and every macro of this project (split_by_ratio and
-    the rest), so that a changed rule recomputes every line. -#}
+{#- The salt of a SQL model's line digests: its own code, every macro of this project (split_by_ratio and
+    the rest) and the engine's version, so that a changed rule or a new DuckDB recomputes every line. -#}
 {% macro line_digest_salt() -%}
     {%- set code = [model.raw_code] -%}
     {%- if execute -%}
+        {%- do code.append(run_query('select version()').columns[0].values()[0]) -%}
         {%- for macro in graph.get('macros', {}).values() | sort(attribute='unique_id') -%}
             {%- if macro.package_name == project_name -%}{% do code.append(macro.macro_sql) %}{%- endif -%}
         {%- endfor -%}

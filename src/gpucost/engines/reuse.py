@@ -25,9 +25,9 @@ The delete runs on the model's own cursor, a DuckDB connection of its own that c
 the append is dbt's. A build stopped between the two leaves the table without those lines' rows,
 which the next build finds missing and computes: no state is kept anywhere else.
 
-What the fingerprint cannot see is the code outside this package (DuckDB itself, Polars): upgrading
-them should be followed by ``dbt build --full-refresh``, which recomputes every line. A 64-bit hash
-sum pair collides with a probability of about 2^-128 per changed line.
+The libraries' versions are part of the digest, so upgrading DuckDB or Polars recomputes every
+line; ``dbt build --full-refresh`` does too. A 64-bit hash sum pair collides with a probability of
+about 2^-128 per changed line.
 """
 
 from __future__ import annotations
@@ -62,9 +62,16 @@ class Reuse:
 
 
 def code_fingerprint() -> str:
-    """A digest of the allocation code: every module of gpucost.core and gpucost.engines."""
+    """A digest of the allocation code: every module of gpucost.core and gpucost.engines, and the
+    versions of the libraries that run it (DuckDB, Polars, narwhals, pyarrow)."""
+    import narwhals
+    import polars
+    import pyarrow
+
     package = Path(__file__).resolve().parent.parent
     sha = hashlib.sha256()
+    for library in (duckdb, polars, narwhals, pyarrow):
+        sha.update(f"{library.__name__} {library.__version__}\n".encode())
     for path in sorted([*package.glob("core/**/*.py"), *package.glob("engines/*.py")]):
         sha.update(path.relative_to(package).as_posix().encode())
         sha.update(path.read_bytes())
