@@ -17,7 +17,7 @@ import pytest
 
 from gpucost.core.storage import allocate_volume_lines
 from gpucost.engines.arrow_io import VOLUME_CLAIM_SCHEMA, table_of
-from gpucost.engines.lazy_io import Lines, allocate
+from gpucost.engines.lazy_io import Lines, _code, allocate
 from gpucost.engines.reuse import COLUMNS, Reuse, fingerprint_sql, salt
 from tests.python.test_core_allocation import random_volume_fleet
 from tests.python.test_engine_io import LINE_SCHEMA, MOUNT_SCHEMA, _dbt_session
@@ -199,3 +199,18 @@ def test_the_sql_models_digests_are_the_python_models_rule(month):
     assert {k for k in changed if changed[k] != sql.get(k)} == {"v03", "v07", "v09", "v99"}
     assert "v05" in sql and "v05" not in changed
     assert changed == digests(fingerprint_sql([tuple(i) for i in inputs], "charge_id", salt_text))
+
+
+def test_a_readers_code_is_part_of_the_digest_and_the_same_in_every_process():
+    """A model's own read function decides what the core sees of a line: its code is in the salt,
+    spelled the same whichever process compiled it (a nested function's code object is not shown
+    by its address), and a changed reader gives another salt."""
+    source = "def read(native):\n    return sorted(native, key=lambda row: row[{}])\n"
+    readers = []
+    for index in (0, 0, 1):
+        namespace: dict = {}
+        exec(source.format(index), namespace)  # two compilations of one reader
+        readers.append(namespace["read"])
+    first, again, other = (_code(r) for r in readers)
+    assert first == again and first != other and "0x" not in first
+    assert _code(None) is None

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from types import CodeType
 from typing import Any
 
 import duckdb
@@ -100,7 +101,7 @@ def allocate(
     With ``reuse`` (:class:`gpucost.engines.reuse.Reuse`; every input a :class:`Lines` of one key),
     the rows also carry ``input_key`` and ``input_fingerprint``, and on DuckDB the core runs only on
     the lines whose inputs changed since ``reuse.previous`` (the model's table) was built, whose
-    stale rows are deleted: the model appends what this returns (:mod:`gpucost.engines.reuse`).
+    stale rows are deleted: dbt then inserts what this returns (:mod:`gpucost.engines.reuse`).
     Elsewhere every line is computed and the two columns are null.
 
     A split beyond the core's exact bound fails the model with one line naming it and the bound
@@ -130,7 +131,12 @@ def allocate(
             [f.native for f in lines],
             keys.pop(),
             reuse.previous,
-            salt(model, {**options, "settings": settings}, schema),
+            # a reader's code (a model's own read function) decides what the core sees of a line
+            salt(
+                model,
+                {**options, "settings": settings, "readers": [_code(f.read) for f in lines]},
+                schema,
+            ),
         )
         plan.report(model)
         # every line to compute (a full build): the inputs as they are, without the filter
@@ -162,6 +168,17 @@ def _allocate(
         inputs = [_part(f, part, parts) if isinstance(f, Lines) else f for f in frames]
         rows.append(core(*inputs, **options).to_native().collect())
     return from_lazy(nw.from_native(pl.concat(rows).lazy()), schema, order_by, session)
+
+
+def _code(function: Callable[..., Any] | None) -> str | None:
+    """A function's compiled code, constants and names as text, the same in every process (a
+    nested function's code object is spelled out, not shown by its address); None: no function."""
+
+    def text(code: CodeType) -> str:
+        consts = (text(c) if isinstance(c, CodeType) else repr(c) for c in code.co_consts)
+        return code.co_code.hex() + "|".join(consts) + repr(code.co_names)
+
+    return None if function is None else text(function.__code__)
 
 
 def _only(frame: Lines, todo: str) -> Lines:

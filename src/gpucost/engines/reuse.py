@@ -7,8 +7,8 @@ rows. Each output row carries two columns:
 
 * ``input_key``: the line (or group) it was computed for, the inputs' ``line_key`` value;
 * ``input_fingerprint``: a digest of that line's rows in every input, of the model's options (idle
-  policy, allocation basis) and of the allocation code (every module of :mod:`gpucost.core` and
-  this package's engine helpers).
+  policy, allocation basis), of the model's own read functions and of the allocation code (every
+  module of :mod:`gpucost.core` and this package's engine helpers, and the libraries' versions).
 
 An incremental build (:func:`reuse_lines`) then:
 
