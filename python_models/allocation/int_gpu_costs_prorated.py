@@ -4,7 +4,7 @@
 from gpucost.core.node_parts import prorate_gpu_parts
 from gpucost.engines.arrow_io import PRORATED_SCHEMA
 from gpucost.engines.lazy_io import Lines, allocate
-from gpucost.engines.reuse import Reuse
+from gpucost.engines.reuse import Reuse, previous_table
 
 # the task-complexity weight in millionths, rounded half to even
 USAGE_COLUMNS = (
@@ -29,5 +29,5 @@ def model(dbt, session):
         basis=basis,
         session=session,
         rows_per_part=rows_per_part,
-        reuse=Reuse(str(dbt.this) if dbt.is_incremental else None),
+        reuse=Reuse(previous_table(dbt)),
     )

@@ -5,7 +5,7 @@ the configured idle policy (gpucost.core.idle.spread_idle_with_reservations).
 from gpucost.core.idle import spread_idle_with_reservations
 from gpucost.engines.arrow_io import IDLE_SPREAD_SCHEMA
 from gpucost.engines.lazy_io import Lines, allocate, list_elements
-from gpucost.engines.reuse import Reuse
+from gpucost.engines.reuse import Reuse, previous_table
 
 ORDER_BY = (
     "charge_id", "recipient", "reservation_id", "team_id", "project_id", "recipient_group",
@@ -41,7 +41,7 @@ def model(dbt, session):
         session=session,
         rows_per_part=rows_per_part,
         reuse=Reuse(
-            str(dbt.this) if dbt.is_incremental else None,
+            previous_table(dbt),
             key_of=pool.project(f"charge_id, {DAY}"),
         ),
     )

@@ -5,7 +5,7 @@ part with its own idle spread by the idle policy (gpucost.core.node_parts.prorat
 from gpucost.core.node_parts import prorate_compute_parts
 from gpucost.engines.arrow_io import COMPUTE_PRORATED_SCHEMA
 from gpucost.engines.lazy_io import Lines, allocate, to_lazy
-from gpucost.engines.reuse import Reuse
+from gpucost.engines.reuse import Reuse, previous_table
 
 
 def _owners(native):
@@ -36,5 +36,5 @@ def model(dbt, session):
         policy,
         session=session,
         rows_per_part=rows_per_part,
-        reuse=Reuse(str(dbt.this) if dbt.is_incremental else None),
+        reuse=Reuse(previous_table(dbt)),
     )

@@ -34,7 +34,7 @@ import pyarrow as pa
 from gpucost.core.split import WeightBoundError
 from gpucost.engines.arrow_io import MONEY
 from gpucost.engines.reuse import COLUMNS as reuse_columns
-from gpucost.engines.reuse import Reuse, keyed_output, reuse_lines, salt
+from gpucost.engines.reuse import Reuse, keyed_output, quote, reuse_lines, salt
 
 MONEY_SQL = "DECIMAL(38, 18)"
 _UNIT_SQL = "CAST('0.000000000000000001' AS DECIMAL(18, 18))"
@@ -108,9 +108,9 @@ def allocate(
     (:class:`gpucost.core.split.WeightBoundError`), never a rounded or wrapped amount.
     """
     try:
-        connection = duckdb_connection(session)
         if reuse is None:
             return _allocate(core, schema, order_by, frames, session, rows_per_part, options)
+        connection = duckdb_connection(session)
         if connection is None:
             # another engine (PySpark): every line computed, the two columns present and null
             from pyspark.sql import functions as F
@@ -234,11 +234,6 @@ def _is_polars(native: Any) -> bool:
 def _to_polars(relation: duckdb.DuckDBPyRelation) -> nw.LazyFrame:
     """A DuckDB relation's rows as a Polars LazyFrame for the core (the DuckDB target's engine)."""
     return nw.from_native(pl.from_arrow(relation.to_arrow_table()).lazy())
-
-
-def quote(name: str) -> str:
-    """A SQL identifier, double-quoted."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def money_parts_sql(column: str) -> tuple[str, str]:

@@ -61,6 +61,12 @@ class Reuse:
     key_of: Any = None
 
 
+def previous_table(dbt: Any) -> str | None:
+    """A model's own table for :class:`Reuse` (``dbt.this``) on an incremental run; None on a first
+    build or a full refresh, when every line is computed."""
+    return str(dbt.this) if dbt.is_incremental else None
+
+
 def code_fingerprint() -> str:
     """A digest of the allocation code: every module of gpucost.core and gpucost.engines, and the
     versions of the libraries that run it (DuckDB, Polars, narwhals, pyarrow)."""
@@ -78,7 +84,8 @@ def code_fingerprint() -> str:
     return sha.hexdigest()[:32]
 
 
-def _quote(name: str) -> str:
+def quote(name: str) -> str:
+    """A SQL identifier, double-quoted (the engines' one definition; lazy_io uses it too)."""
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -104,9 +111,9 @@ def fingerprint_sql(views: Sequence[tuple[str, Sequence[str]]], key: str, salt_t
     stored, so it would be computed again on every build)."""
     parts = []
     for i, (view, columns) in enumerate(views):
-        cols = ", ".join(_quote(c) for c in columns)
+        cols = ", ".join(quote(c) for c in columns)
         parts.append(
-            f"select {i} as frame, cast({_quote(key)} as varchar) as {KEY}, count(*) as n,"
+            f"select {i} as frame, cast({quote(key)} as varchar) as {KEY}, count(*) as n,"
             f" sum(hash({cols})) as h1, sum(hash({cols}, {_literal(salt_text)})) as h2"
             f" from {view} group by all"
         )
@@ -202,22 +209,22 @@ def keyed_output(
 ) -> Any:
     """``out`` (the core's rows as a DuckDB relation) with each row's ``input_key`` and
     ``input_fingerprint``, looked up in the temp table ``prints``, sorted by ``order_by``."""
-    columns = ", ".join(f"out.{_quote(c)}" for c in out.columns)
+    columns = ", ".join(f"out.{quote(c)}" for c in out.columns)
     source = _name("out", "rows")
     connection.register(source, out)
     if reuse.key_of is None:
-        key = f"cast(out.{_quote(reuse.output_key)} as varchar)"
+        key = f"cast(out.{quote(reuse.output_key)} as varchar)"
         joins = ""
     else:
         mapping = _name("out", "key_of")
         connection.register(mapping, reuse.key_of)
         line = next(c for c in reuse.key_of.columns if c != reuse.output_key)
-        key = f"cast(map.{_quote(line)} as varchar)"
+        key = f"cast(map.{quote(line)} as varchar)"
         joins = (
             f" left join (select distinct * from {mapping}) as map"
-            f" on map.{_quote(reuse.output_key)} = out.{_quote(reuse.output_key)}"
+            f" on map.{quote(reuse.output_key)} = out.{quote(reuse.output_key)}"
         )
-    order = ", ".join(f"out.{_quote(c)} nulls first" for c in order_by)
+    order = ", ".join(f"out.{quote(c)} nulls first" for c in order_by)
     return connection.sql(
         f"select {columns}, {key} as {KEY}, fp.{FINGERPRINT} from {source} as out{joins}"
         f" left join {prints} as fp on fp.{KEY} = {key}" + (f" order by {order}" if order else "")
