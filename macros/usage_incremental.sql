@@ -1,12 +1,37 @@
+{#- The newest loaded_at of the telemetry staging tables (base_dcgm__series, base_kube__series), as text, or
+    none when they are empty. An incremental telemetry model keeps it on its rows (inputs_loaded_at): its next
+    run reads what those tables loaded after the newest value it holds, whichever invocation loaded it. -#}
+{% macro telemetry_loaded_through() -%}
+    {%- set dcgm = ref('base_dcgm__series') -%}
+    {%- set kube = ref('base_kube__series') -%}
+    {%- if not execute -%}{{ return(none) }}{%- endif -%}
+    {{ return(run_query(
+        "select cast(max(loaded_at) as string) from (select loaded_at from " ~ dcgm
+        ~ " union all select loaded_at from " ~ kube ~ ") as loads"
+    ).columns[0].values()[0]) }}
+{%- endmacro %}
+
+{#- The newest inputs_loaded_at of an incremental telemetry model's own table (telemetry_loaded_through), as
+    text; none on a full build, when the table is empty or predates the column. -#}
+{% macro telemetry_watermark() -%}
+    {%- if not (is_incremental() and execute) -%}{{ return(none) }}{%- endif -%}
+    {%- set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list -%}
+    {%- if 'inputs_loaded_at' not in columns -%}{{ return(none) }}{%- endif -%}
+    {{ return(run_query("select cast(max(inputs_loaded_at) as string) from " ~ this).columns[0].values()[0]) }}
+{%- endmacro %}
+
 {#- int_gpu_usage_hourly's incremental cutoff (epoch seconds of an hour): the earliest of the latest hour
-    built minus var gpucost_lookback_hours, the first sample of any telemetry file loaded or removed in this
-    build minus gpucost_max_sample_gap_seconds, and the end of what was known of a pod seen in a newly
-    loaded kube_pod_info file. 0 on a full build. Found before the model runs (a constant in the SQL, and
-    the same value for the pre-hook that clears the hours from it on). -#}
+    built minus var gpucost_lookback_hours, the first sample of any telemetry file loaded or removed since the
+    table's rows were computed (telemetry_watermark; in this invocation or an earlier one) minus
+    gpucost_max_sample_gap_seconds, and the end of what was known of a pod seen in a kube_pod_info file
+    loaded since. 0 on a full build, and when the table predates inputs_loaded_at. Found before the model
+    runs (a constant in the SQL, and the same value for the pre-hook that clears the hours from it on). -#}
 {% macro usage_hourly_cutoff() -%}
     {%- if not (is_incremental() and execute) -%}{{ return(0) }}{%- endif -%}
-    {%- set loaded_now -%}
-        cast('{{ run_started_at.strftime("%Y-%m-%d %H:%M:%S.%f") }}' as timestamp)
+    {%- set watermark = telemetry_watermark() -%}
+    {%- if watermark is none -%}{{ return(0) }}{%- endif -%}
+    {%- set loaded_since -%}
+        loaded_at > cast('{{ watermark }}' as timestamp)
     {%- endset -%}
     {%- set max_gap = var('gpucost_max_sample_gap_seconds') -%}
     {%- set cutoff_query -%}
@@ -15,12 +40,12 @@
         (
             select {{ epoch_hour_floor('(min(first_sampled_epoch) - ' ~ max_gap ~ ')') }}
             from {{ ref('base_dcgm__series') }}
-            where loaded_at = {{ loaded_now }}
+            where {{ loaded_since }}
         ),
         (
             select {{ epoch_hour_floor('(min(first_sampled_epoch) - ' ~ max_gap ~ ')') }}
             from {{ ref('base_kube__series') }}
-            where loaded_at = {{ loaded_now }}
+            where {{ loaded_since }}
         ),
         (
             select {{ epoch_hour_floor('min(known.last_seen_epoch)') }}
@@ -31,7 +56,7 @@
                     labels['pod'] as pod,
                     max(last_sampled_epoch) as last_seen_epoch
                 from {{ ref('base_kube__series') }}
-                where metric_name = 'kube_pod_info' and loaded_at <> {{ loaded_now }}
+                where metric_name = 'kube_pod_info' and not ({{ loaded_since }})
                 group by 1, 2, 3
             ) as known
             inner join (
@@ -40,7 +65,7 @@
                     labels['namespace'] as namespace,
                     labels['pod'] as pod
                 from {{ ref('base_kube__series') }}
-                where metric_name = 'kube_pod_info' and loaded_at = {{ loaded_now }}
+                where metric_name = 'kube_pod_info' and {{ loaded_since }}
             ) as grown
                 on known.cluster_id = grown.cluster_id
                 and known.namespace is not distinct from grown.namespace

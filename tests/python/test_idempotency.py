@@ -7,6 +7,7 @@ not physical order.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import shutil
@@ -65,10 +66,27 @@ def fingerprints(
         return {
             table: con.sql(
                 f"select md5(coalesce(string_agg({row}, chr(10) order by {row}), ''))"
-                f" from {schema}.{table} as t"
+                f" from {comparable(con, schema, table)} as t"
             ).fetchall()[0][0]
             for table in tables
         }
+
+
+# When a row's inputs were loaded (int_telemetry_sample_intervals): bookkeeping, which an incremental and a
+# fresh build of the same files cannot share.
+BOOKKEEPING = "inputs_loaded_at"
+
+
+def comparable(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> str:
+    """The table, without its bookkeeping column if it has one."""
+    (has_bookkeeping,) = con.execute(
+        "select count(*) > 0 from information_schema.columns"
+        " where table_schema = ? and table_name = ? and column_name = ?",
+        [schema, table, BOOKKEEPING],
+    ).fetchall()[0]
+    if has_bookkeeping:
+        return f"(select * exclude ({BOOKKEEPING}) from {schema}.{table})"
+    return f"{schema}.{table}"
 
 
 def test_every_file_landed_twice_and_a_build_killed_midway_change_no_mart(
@@ -325,3 +343,89 @@ def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(
     assert fingerprints(warehouse, "intermediate") == fingerprints(fresh, "intermediate")
     assert fingerprints(warehouse) == fingerprints(fresh)
     assert fingerprints(fresh) != fingerprints(generated_warehouse.path)
+
+
+def second_scraper(day_folder: Path, name: str, *, shift: int = 0, model: str | None = None) -> Path:
+    """A second DCGM file in ``day_folder``: the first GPU_UTIL series of the day's file again, its samples
+    ``shift`` seconds later (a second scraper at the same interval) or its modelName label changed; returns it."""
+    source = json.loads((day_folder / "DCGM_FI_DEV_GPU_UTIL.json").read_text())
+    series = source["data"]["result"][0]
+    series["values"] = [[ts + shift, value] for ts, value in series["values"]]
+    if model is not None:
+        series["metric"]["modelName"] = model
+    source["data"]["result"] = [series]
+    target = day_folder / name
+    target.write_text(json.dumps(source))
+    return target
+
+
+def slot_steps(warehouse: Path) -> dict[tuple[str, str | None], set[int | None]]:
+    """Each GPU slot (uuid, MIG instance) of the intervals table: the steps its rows carry."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        rows = con.sql(
+            "select gpu_uuid, gpu_instance_id, list(distinct step_seconds)"
+            " from intermediate.int_telemetry_sample_intervals where series_kind = 'gpu_slot' group by 1, 2"
+        ).fetchall()
+    return {(uuid, instance): set(steps) for uuid, instance, steps in rows}
+
+
+def test_sample_intervals_take_what_staging_loaded_and_sample_tests_recheck_until_they_pass(
+    generated_warehouse, tmp_path
+):
+    """int_telemetry_sample_intervals recomputes from the files the staging tables loaded since its rows were
+    computed, in this invocation or an earlier one: day 3 lands with a second scraper of one GPU on day 2 (its
+    samples halfway between the others: the slot's step halves), staging alone loads them, then the build. The
+    slot's earlier rows take the shorter step, the rest of day 1 is kept, and every table equals a fresh build.
+    The per-sample key tests read only the files not consumed yet: a file that repeats a GPU's samples under
+    another modelName fails the next build, and the build after it too, until it is gone."""
+    landing = tmp_path / "landing"
+    shutil.copytree(generated_warehouse.landing, landing)
+    days = sorted({p.name for p in (landing / "metrics").glob("*/*/*") if p.is_dir()})
+    late = tmp_path / "late"
+    for folder in sorted((landing / "metrics").glob(f"*/*/{days[-1]}")):
+        shutil.move(folder, late / folder.relative_to(landing))
+    warehouse = tmp_path / "incremental" / WAREHOUSE_NAME
+    first = run_dbt(landing, warehouse, tmp_path, "build", *LOOKBACK, *MODELS_ONLY)
+    assert first.returncode == 0, first.stdout[-4000:]
+    before = slot_steps(warehouse)
+
+    for folder in sorted((late / "metrics").glob(f"*/*/{days[-1]}")):
+        shutil.move(folder, landing / folder.relative_to(late))
+    cluster = sorted((landing / "metrics" / "dcgm").iterdir())[0]
+    extra = second_scraper(cluster / days[1], "DCGM_FI_DEV_GPU_UTIL_second_scraper.json", shift=300)
+    labels = json.loads(extra.read_text())["data"]["result"][0]["metric"]
+    slot = (labels["UUID"], labels.get("GPU_I_ID"))
+    assert before[slot] == {600}
+    staging = run_dbt(
+        landing, warehouse, tmp_path, "run", "--select", "base_dcgm__series", "base_kube__series", *LOOKBACK
+    )
+    assert staging.returncode == 0, staging.stdout[-4000:]
+    second = run_dbt(landing, warehouse, tmp_path, "build", *LOOKBACK)
+    assert second.returncode == 0, second.stdout[-4000:]
+    after = slot_steps(warehouse)
+    assert after.pop(slot) == {300}
+    assert {key: after[key] for key in before if key != slot} == {
+        key: steps for key, steps in before.items() if key != slot
+    }
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        ((loads, kept_day_one),) = con.sql(
+            "select count(distinct inputs_loaded_at), count(*) filter (where inputs_loaded_at"
+            " < (select max(inputs_loaded_at) from intermediate.int_telemetry_sample_intervals)"
+            " and series_kind = 'gpu_slot')"
+            " from intermediate.int_telemetry_sample_intervals"
+        ).fetchall()
+    assert loads == 2 and kept_day_one > 0
+
+    fresh = tmp_path / "fresh" / WAREHOUSE_NAME
+    assert run_dbt(landing, fresh, tmp_path, "build", *MODELS_ONLY).returncode == 0
+    assert current_version(warehouse) == current_version(fresh)
+    for schema in ("intermediate", "marts"):
+        assert fingerprints(warehouse, schema) == fingerprints(fresh, schema)
+
+    # the same GPU's day-3 samples again under another modelName: two rows per GPU slot and time
+    second_scraper(cluster / days[2], "DCGM_FI_DEV_GPU_UTIL_relabelled.json", model="NVIDIA H100 PCIe")
+    failing = "gpucost_unique_combination_of_columns_stg_dcgm__gpu_samples"
+    for _ in range(2):
+        build = run_dbt(landing, warehouse, tmp_path, "build", *LOOKBACK)
+        assert build.returncode != 0
+        assert re.search(rf"FAIL \d+ {failing}", build.stdout), build.stdout[-4000:]

@@ -11,10 +11,11 @@
 -- is longer than gpucost_max_sample_gap_seconds (telemetry missing is not usage): int_telemetry_sample_intervals.
 -- Incremental (by hour): a run deletes and recomputes every hour from the earliest of
 --   - the latest hour built minus var gpucost_lookback_hours (72: late rows within three days),
---   - the first sample of any DCGM or kube file loaded in this invocation (a late or re-delivered file
---     older than the lookback; base_dcgm__series / base_kube__series load file by file), minus
+--   - the first sample of any DCGM or kube file loaded since the table's rows were computed (a late or
+--     re-delivered file older than the lookback; base_dcgm__series / base_kube__series load file by file, and
+--     each row keeps the newest loaded_at they held when it was computed: inputs_loaded_at), minus
 --     gpucost_max_sample_gap_seconds (the sample before it may now end earlier),
---   - for a pod seen in a newly loaded kube_pod_info file, the end of what was known of it before (its
+--   - for a pod seen in a kube_pod_info file loaded since, the end of what was known of it before (its
 --     incarnation's life grew, so samples after that may now match it),
 -- so it equals a full build; `dbt build --full-refresh` recomputes everything.
 -- depends_on: {{ ref('base_dcgm__series') }}
@@ -24,11 +25,12 @@
     materialized='incremental' if target.type != 'spark' else 'table',
     unique_key='usage_hour_key',
     incremental_strategy='delete+insert',
-    on_schema_change='fail',
+    on_schema_change='append_new_columns',
     pre_hook="{{ delete_usage_hours_to_recompute() }}",
 ) }}
 
 {%- set cutoff = usage_hourly_cutoff() %}
+{%- set loaded_through = telemetry_loaded_through() %}
 {#- hourly aggregates (gpucost collect --resolution hourly): one row per series and hour, stamped at the hour's
     start, with the seconds the series was scraped in it (covered_seconds). A series' tenancy weighs by those
     seconds, and a slot's hour lasts its series' seconds, at most the hour: tenants that follow each other
@@ -343,7 +345,9 @@ final as (
             cluster_id || '|' || node_name || '|' || cast(hour_start_epoch as string)
             || '|' || coalesce(workload_id, '')
         ) as usage_hour_key,
-        *
+        *,
+        {{ "cast('" ~ loaded_through ~ "' as timestamp)" if loaded_through is not none
+            else 'cast(null as timestamp)' }} as inputs_loaded_at
     from joined
 
 )

@@ -7,8 +7,27 @@
 --                    taken before the pod had a node. Read by int_gpu_usage_hourly;
 --   compute_request  a pod container's positive CPU or memory requests, on a node; read by
 --                    int_node_compute_usage_hourly.
--- A table over every staged sample, rebuilt each run: a reader that keeps only the samples after its incremental
--- cutoff still gets each series' gaps and step from all of its samples, so an incremental run equals a full one.
+-- Each series' gaps and step come from all of its samples, so a reader that keeps only the samples after its own
+-- incremental cutoff gets what a full build gives it.
+-- Incremental (macros/sample_intervals_incremental.sql): a run recomputes only what the telemetry files loaded
+-- since change: the GPU slots from the first new sample time on (each slot's row before it gets its new gap, and
+-- a shorter step reaches every row of its slot), and every request series of a workload with new request
+-- samples; everything when a landed file was removed. `dbt build --full-refresh` recomputes everything.
+{#- spark target: a table rebuilt each run (delete and update are DuckDB's here). -#}
+{{ config(
+    materialized='incremental' if target.type != 'spark' else 'table',
+    incremental_strategy='append',
+    on_schema_change='append_new_columns',
+    pre_hook="{{ delete_sample_intervals_to_recompute() }}",
+    post_hook="{{ update_sample_interval_boundaries() }}",
+) }}
+
+{%- set plan = sample_intervals_plan() %}
+{%- set window = not plan.full %}
+{%- set loaded_through = "cast('" ~ plan.loaded_through ~ "' as timestamp)" if plan.loaded_through is not none
+    else 'cast(null as timestamp)' %}
+{%- set slot_step = 'least(slot_window.step_seconds, slot_steps.kept_step_seconds)' if window
+    else 'slot_window.step_seconds' %}
 
 with
 
@@ -23,13 +42,16 @@ gpu_slot_samples as (
         gpu_instance_id,
         sampled_epoch
     from {{ ref('stg_dcgm__gpu_samples') }}
+    {%- if window %}
+    where sampled_epoch >= {{ plan.slot_cutoff if plan.slot_cutoff is not none else 'null' }}
+    {%- endif %}
 
 ),
 
 gpu_request_samples as (
 
     select * from {{ ref('stg_kube__pod_gpu_requests') }}
-    where workload_id is not null
+    where workload_id is not null {{- ' and ' ~ request_workloads_in(plan, 'workload_id') if window }}
 
 ),
 
@@ -43,13 +65,74 @@ gpu_requests_on_nodes as (
 compute_requests_on_nodes as (
 
     select * from {{ ref('stg_kube__pod_compute_requests') }}
-    where workload_id is not null and node_name is not null and requested_amount > 0
+    where
+        workload_id is not null and node_name is not null and requested_amount > 0
+        {{- ' and ' ~ request_workloads_in(plan, 'workload_id') if window }}
 
 ),
 
-gpu_slot_intervals as (
+slot_window as (
 
     {{ sample_intervals('gpu_slot_samples', ['gpu_slot_id']) }}
+
+),
+{%- if window %}
+
+slot_kept as (
+
+    -- each slot's rows kept from earlier builds (all before slot_cutoff: the pre-hook deleted the rest): the last
+    -- one's time, and the step so far
+    select
+        gpu_slot_id,
+        max(sampled_epoch) as last_kept_epoch,
+        min(step_seconds) as step_seconds
+    from {{ this }}
+    where series_kind = 'gpu_slot'
+    group by gpu_slot_id
+
+),
+
+slot_steps as (
+
+    -- a slot's step over all its samples: the shortest of the kept rows' step, the gap from the last kept row to
+    -- the first new sample, and the new samples' own gaps (least skips nulls)
+    select
+        slot_firsts.gpu_slot_id,
+        least(
+            slot_kept.step_seconds,
+            case
+                when slot_firsts.first_sampled_epoch > slot_kept.last_kept_epoch
+                    then slot_firsts.first_sampled_epoch - slot_kept.last_kept_epoch
+            end
+        ) as kept_step_seconds
+    from (
+        select
+            gpu_slot_id,
+            min(sampled_epoch) as first_sampled_epoch
+        from gpu_slot_samples
+        group by gpu_slot_id
+    ) as slot_firsts
+    left join slot_kept on slot_firsts.gpu_slot_id = slot_kept.gpu_slot_id
+
+),
+{%- endif %}
+
+gpu_slot_intervals as (
+
+    select
+        slot_window.gpu_slot_id,
+        slot_window.cluster_id,
+        slot_window.node_name,
+        slot_window.gpu_uuid,
+        slot_window.gpu_instance_id,
+        slot_window.sampled_epoch,
+        slot_window.gap_seconds,
+        {{ slot_step }} as step_seconds,
+        {{ sample_duration('slot_window.gap_seconds', slot_step) }} as duration_seconds
+    from slot_window
+    {%- if window %}
+    left join slot_steps on slot_window.gpu_slot_id = slot_steps.gpu_slot_id
+    {%- endif %}
 
 ),
 
@@ -81,7 +164,9 @@ final as (
         cast(null as double) as requested_amount,
         sampled_epoch,
         gap_seconds,
-        duration_seconds
+        step_seconds,
+        duration_seconds,
+        {{ loaded_through }} as inputs_loaded_at
     from gpu_slot_intervals
     union all
     select
@@ -98,7 +183,9 @@ final as (
         requested_gpus as requested_amount,
         sampled_epoch,
         gap_seconds,
-        duration_seconds
+        step_seconds,
+        duration_seconds,
+        {{ loaded_through }} as inputs_loaded_at
     from gpu_request_intervals
     union all
     select
@@ -115,7 +202,9 @@ final as (
         requested_amount,
         sampled_epoch,
         gap_seconds,
-        duration_seconds
+        step_seconds,
+        duration_seconds,
+        {{ loaded_through }} as inputs_loaded_at
     from compute_request_intervals
 
 )

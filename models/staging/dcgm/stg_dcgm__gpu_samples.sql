@@ -34,8 +34,8 @@ series as (
                 cluster_id, node_name, gpu_uuid, gpu_index, gpu_model, namespace, pod, container, pod_uid,
                 gpu_instance_id, gpu_instance_profile, hpc_job
         ) as series_group_id,
-        -- a number for the GPU slot (GPU, or MIG instance of it) on its node, for the per-sample windows
-        dense_rank() over (order by cluster_id, node_name, gpu_uuid, gpu_instance_id) as gpu_slot_id
+        -- a number for the GPU slot (GPU, or MIG instance of it) on its node, the same in every build
+        {{ gpu_slot_id('cluster_id', 'node_name', 'gpu_uuid', 'gpu_instance_id') }} as gpu_slot_id
     from source
 
 ),

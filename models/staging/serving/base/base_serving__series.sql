@@ -1,13 +1,24 @@
+{#- spark target: a table rebuilt from every file each run (delete+insert is DuckDB's; merge needs Delta) -#}
+{{ config(
+    materialized='incremental' if target.type != 'spark' else 'table',
+    unique_key='source_file',
+    incremental_strategy='delete+insert',
+    on_schema_change='fail',
+    post_hook="{{ remove_unlanded_prometheus_files('metrics/serving') }}",
+) }}
+
 -- Serving engines' counters (vLLM, TGI, Triton) landed by `gpucost collect --serving` under
 -- metrics/serving/<cluster>/<day>/<metric>.json (or exposition text / OpenMetrics, read_prometheus_series):
 -- one row per file and series, the labels parsed once, the valid samples as typed lists and the rejected
 -- ones with their reason (rpt_quarantine lists them). A file with no series is not quarantined when the
 -- response is simply empty (an engine that does not run in a cluster that day); any other file-level
--- problem keeps one row with the reason (is_file_without_series).
+-- problem keeps one row with the reason (is_file_without_series). Incremental over files, as base_dcgm__series: a
+-- run reads only the files not loaded yet or re-delivered since; a file gone from the landing zone leaves a
+-- tombstone row (no size, no samples).
 -- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
 -- noqa: disable=RF03
 {%- set series_columns -%}
-    source_file, metric_name, cluster_id, namespace, pod, container, engine, model_name, model_version,
+    source_file, source_file_size, source_file_modified_at, metric_name, cluster_id, namespace, pod, container, engine, model_name, model_version,
         series_id, is_file_without_series, series_quarantine_reason
 {%- endset %}
 {%- set serving_sample_check -%}
@@ -35,6 +46,8 @@ labelled as (
 
     select
         filename as source_file,
+        source_file_size,
+        source_file_modified_at,
         {{ prom_label('__name__') }} as metric_name,
         {{ prom_cluster('metrics/serving') }} as cluster_id,
         {{ prom_workload_label('namespace') }} as namespace,
@@ -68,6 +81,8 @@ series_checked as (
 
     select
         source_file,
+        source_file_size,
+        source_file_modified_at,
         metric_name,
         cluster_id,
         namespace,
@@ -131,6 +146,9 @@ final as (
 
     select
         source_file,
+        source_file_size,
+        source_file_modified_at,
+        cast('{{ run_started_at.strftime("%Y-%m-%d %H:%M:%S.%f") }}' as timestamp) as loaded_at,
         is_file_without_series,
         metric_name,
         cluster_id,
@@ -143,6 +161,8 @@ final as (
         series_id,
         series_quarantine_reason,
         cast({{ list_size('valid_samples') }} as bigint) as sample_count,
+        {{ list_min(list_map('valid_samples', 'sample', 'sample.sampled_epoch')) }} as first_sampled_epoch,
+        {{ list_max(list_map('valid_samples', 'sample', 'sample.sampled_epoch')) }} as last_sampled_epoch,
         {{ list_map('valid_samples', 'sample', 'sample.sampled_epoch') }} as sampled_epochs,
         {{ list_map('valid_samples', 'sample', 'sample.sample_value_raw') }} as sample_values_raw,
         {{ list_map('quarantined_samples', 'sample', struct_of([

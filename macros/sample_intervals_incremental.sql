@@ -1,0 +1,118 @@
+{#- int_telemetry_sample_intervals, incremental. Every row keeps inputs_loaded_at: the newest loaded_at of the
+    telemetry staging tables (base_dcgm__series, base_kube__series) when it was computed. A run reads what those
+    tables loaded after the table's newest inputs_loaded_at (a file new or re-delivered since, in this
+    invocation or an earlier one) and recomputes:
+      - GPU slots: every row from the first sample time of those DCGM files on (slot_cutoff). A slot's last row
+        before it gets its new gap, and a slot whose step (shortest positive gap) got shorter gets the new step
+        on every row (post-hook). Samples before that time are unchanged, so are their gaps.
+      - GPU and CPU / memory requests: every series of each workload those kube files hold requests of
+        (request_workloads), from all of its samples.
+    Everything (full) when the table predates these columns, or when a landed file was removed since (a
+    tombstone row: samples went, so a gap may have grown anywhere). A re-delivered DCGM file is recomputed from
+    its new first sample, as int_gpu_usage_hourly recomputes it: samples only an earlier delivery held before
+    that keep their rows until `--full-refresh`.
+    Found before the model runs; returns {full, slot_cutoff, request_workloads, loaded_through}. -#}
+{% macro sample_intervals_plan() -%}
+    {%- set plan = {'full': true, 'slot_cutoff': none, 'request_workloads': [], 'loaded_through': none} -%}
+    {%- set dcgm = ref('base_dcgm__series') -%}
+    {%- set kube = ref('base_kube__series') -%}
+    {%- do plan.update({'loaded_through': telemetry_loaded_through()}) -%}
+    {%- if not (is_incremental() and execute) -%}{{ return(plan) }}{%- endif -%}
+    {%- set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list -%}
+    {%- if 'step_seconds' not in columns -%}{{ return(plan) }}{%- endif -%}
+    {%- set watermark = telemetry_watermark() -%}
+    {%- if watermark is none -%}{{ return(plan) }}{%- endif -%}
+    {%- set since = "loaded_at > cast('" ~ watermark ~ "' as timestamp)" -%}
+    {%- set changes = run_query(
+        "select"
+        ~ " (select count(*) from " ~ dcgm ~ " where " ~ since ~ " and source_file_size is null)"
+        ~ " + (select count(*) from " ~ kube ~ " where " ~ since ~ " and source_file_size is null),"
+        ~ " (select min(first_sampled_epoch) from " ~ dcgm ~ " where " ~ since ~ " and sample_count > 0)"
+    ) -%}
+    {%- if changes.columns[0].values()[0] > 0 -%}{{ return(plan) }}{%- endif -%}
+    {%- set workloads = run_query(
+        "select distinct " ~ workload_id('cluster_id', prom_label('namespace'), prom_label('pod'), prom_label('uid'))
+        ~ " as workload_id from " ~ kube
+        ~ " where " ~ since ~ " and metric_name = 'kube_pod_container_resource_requests' and sample_count > 0"
+        ~ " and " ~ prom_label('pod') ~ " is not null order by 1"
+    ).columns[0].values() | list -%}
+    {%- do plan.update({
+        'full': false,
+        'slot_cutoff': changes.columns[1].values()[0],
+        'request_workloads': workloads,
+    }) -%}
+    {{ return(plan) }}
+{%- endmacro %}
+
+{#- The rows a plan recomputes (a condition on the model's columns; sample_intervals_plan). -#}
+{% macro sample_intervals_recomputed(plan) -%}
+    {%- if plan.full -%}
+    true
+    {%- else -%}
+    (series_kind = 'gpu_slot' and sampled_epoch >= {{ plan.slot_cutoff if plan.slot_cutoff is not none else 'null' }})
+    or (series_kind <> 'gpu_slot' and {{ request_workloads_in(plan, 'workload_id') }})
+    {%- endif -%}
+{%- endmacro %}
+
+{#- A workload among the plan's request_workloads. -#}
+{% macro request_workloads_in(plan, column) -%}
+    {%- if plan.request_workloads -%}
+    {{ column }} in ({%- for workload in plan.request_workloads -%}
+        '{{ workload | replace("'", "''") }}'{{ ", " if not loop.last }}
+    {%- endfor -%})
+    {%- else -%}
+    false
+    {%- endif -%}
+{%- endmacro %}
+
+{#- pre-hook: an incremental run first deletes the rows it recomputes. -#}
+{% macro delete_sample_intervals_to_recompute() -%}
+    {%- if is_incremental() -%}
+    delete from {{ this }} where {{ sample_intervals_recomputed(sample_intervals_plan()) }}
+    {%- else -%}
+    select 1
+    {%- endif -%}
+{%- endmacro %}
+
+{#- post-hook: each GPU slot's rows kept from earlier builds take what the rows just computed change for them:
+    the last one before them its gap to the slot's first new sample, and every one the slot's step when it got
+    shorter. The rows just computed are each slot's rows of the newest inputs_loaded_at; a run that computed
+    none finds those of the run before, already applied, and changes nothing. -#}
+{% macro update_sample_interval_boundaries() -%}
+    {%- if is_incremental() -%}
+    {%- set new_gap = '(newest.first_sampled_epoch - kept.sampled_epoch)' -%}
+    {%- set is_boundary -%}
+        (kept.gap_seconds is null or kept.sampled_epoch + kept.gap_seconds >= newest.first_sampled_epoch)
+    {%- endset -%}
+    {%- set gap -%}
+        case when {{ is_boundary }} then {{ new_gap }} else kept.gap_seconds end
+    {%- endset -%}
+    update {{ this }} as kept
+    set
+        gap_seconds = {{ gap }},
+        step_seconds = newest.step_seconds,
+        duration_seconds = {{ sample_duration(gap, 'newest.step_seconds') }}
+    from (
+        select
+            gpu_slot_id,
+            max(inputs_loaded_at) as inputs_loaded_at,
+            min(sampled_epoch) as first_sampled_epoch,
+            min(step_seconds) as step_seconds
+        from {{ this }}
+        where
+            series_kind = 'gpu_slot'
+            and inputs_loaded_at = (select max(inputs_loaded_at) from {{ this }} where series_kind = 'gpu_slot')
+        group by gpu_slot_id
+    ) as newest
+    where
+        kept.series_kind = 'gpu_slot'
+        and kept.gpu_slot_id = newest.gpu_slot_id
+        and kept.inputs_loaded_at < newest.inputs_loaded_at
+        and (
+            ({{ is_boundary }} and kept.gap_seconds is distinct from {{ new_gap }})
+            or kept.step_seconds is distinct from newest.step_seconds
+        )
+    {%- else -%}
+    select 1
+    {%- endif -%}
+{%- endmacro %}
