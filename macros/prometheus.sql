@@ -20,16 +20,16 @@
     {%- if uid is not none %} || coalesce('/' || {{ uid }}, ''){% endif %} end
 {%- endmacro %}
 
-{#- A GPU slot's number: a GPU, or one MIG instance of it, on its node and cluster. The first 63 bits of the md5
-    of the four labels (null and empty apart), so a slot keeps its number from build to build: the incremental
-    int_telemetry_sample_intervals keeps rows of earlier builds. The data test
+{#- A GPU slot's number: a GPU, or one MIG instance of it, on its node and cluster. The first 60 bits (15 hex
+    digits) of the md5 of the four labels as a JSON list (null and empty apart), the same on every engine and in
+    every build: the incremental int_telemetry_sample_intervals keeps rows of earlier builds. The data test
     assert_gpu_slot_ids_name_one_slot fails the build should two slots ever share a number. -#}
 {% macro gpu_slot_id(cluster, node, gpu_uuid, gpu_instance) -%}
     {{ return(adapter.dispatch('gpu_slot_id', 'gpucost')(cluster, node, gpu_uuid, gpu_instance)) }}
 {%- endmacro %}
 
 {% macro default__gpu_slot_id(cluster, node, gpu_uuid, gpu_instance) -%}
-    cast(md5_number_upper(to_json([{{ cluster }}, {{ node }}, {{ gpu_uuid }}, {{ gpu_instance }}])) >> 1 as bigint)
+    cast(('0x' || substr(md5(to_json([{{ cluster }}, {{ node }}, {{ gpu_uuid }}, {{ gpu_instance }}])), 1, 15)) as bigint)
 {%- endmacro %}
 
 {% macro spark__gpu_slot_id(cluster, node, gpu_uuid, gpu_instance) -%}

@@ -2,18 +2,20 @@
     telemetry staging tables (base_dcgm__series, base_kube__series) when it was computed. A run reads what those
     tables loaded after the table's newest inputs_loaded_at (a file new or re-delivered since, in this
     invocation or an earlier one) and recomputes:
-      - GPU slots: every row from the first sample time of those DCGM files on (slot_cutoff). A slot's last row
-        before it gets its new gap, and a slot whose step (shortest positive gap) got shorter gets the new step
-        on every row (post-hook). Samples before that time are unchanged, so are their gaps.
-      - GPU and CPU / memory requests: every series of each workload those kube files hold requests of
-        (request_workloads), from all of its samples.
+      - GPU slots, and CPU / memory requests (windowed_interval_kinds): every row from the first sample time of
+        those files on (the DCGM files for the slots, the kube request samples for the requests: cutoffs). A
+        series' last row before it gets its new gap, and a series whose step (shortest positive gap) got shorter
+        gets the new step on every row (post-hook). Samples before that time are unchanged, so are their gaps.
+      - GPU requests: every series of each workload those kube files hold requests of (request_workloads), from
+        all of its samples (a GPU request's step also counts the samples taken before the pod had a node, which
+        the table does not hold).
     Everything (full) when the table predates these columns, or when a landed file was removed since (a
-    tombstone row: samples went, so a gap may have grown anywhere). A re-delivered DCGM file is recomputed from
-    its new first sample, as int_gpu_usage_hourly recomputes it: samples only an earlier delivery held before
-    that keep their rows until `--full-refresh`.
-    Found before the model runs; returns {full, slot_cutoff, request_workloads, loaded_through}. -#}
+    tombstone row: samples went, so a gap may have grown anywhere). A re-delivered file is recomputed from its
+    new first sample, as int_gpu_usage_hourly recomputes it: samples only an earlier delivery held before that
+    keep their rows until `--full-refresh`.
+    Found before the model runs; returns {full, cutoffs: {kind: epoch or none}, request_workloads, loaded_through}. -#}
 {% macro sample_intervals_plan() -%}
-    {%- set plan = {'full': true, 'slot_cutoff': none, 'request_workloads': [], 'loaded_through': none} -%}
+    {%- set plan = {'full': true, 'cutoffs': {}, 'request_workloads': [], 'loaded_through': none} -%}
     {%- set dcgm = ref('base_dcgm__series') -%}
     {%- set kube = ref('base_kube__series') -%}
     {%- do plan.update({'loaded_through': telemetry_loaded_through()}) -%}
@@ -27,7 +29,9 @@
         "select"
         ~ " (select count(*) from " ~ dcgm ~ " where " ~ since ~ " and source_file_size is null)"
         ~ " + (select count(*) from " ~ kube ~ " where " ~ since ~ " and source_file_size is null),"
-        ~ " (select min(first_sampled_epoch) from " ~ dcgm ~ " where " ~ since ~ " and sample_count > 0)"
+        ~ " (select min(first_sampled_epoch) from " ~ dcgm ~ " where " ~ since ~ " and sample_count > 0),"
+        ~ " (select min(first_sampled_epoch) from " ~ kube ~ " where " ~ since ~ " and sample_count > 0"
+        ~ " and metric_name = 'kube_pod_container_resource_requests')"
     ) -%}
     {%- if changes.columns[0].values()[0] > 0 -%}{{ return(plan) }}{%- endif -%}
     {%- set workloads = run_query(
@@ -38,25 +42,78 @@
     ).columns[0].values() | list -%}
     {%- do plan.update({
         'full': false,
-        'slot_cutoff': changes.columns[1].values()[0],
+        'cutoffs': {'gpu_slot': changes.columns[1].values()[0], 'compute_request': changes.columns[2].values()[0]},
         'request_workloads': workloads,
     }) -%}
     {{ return(plan) }}
 {%- endmacro %}
 
+{#- The kinds of series recomputed by time (sample_intervals_plan) and the columns naming a series of each. -#}
+{% macro windowed_interval_kinds() -%}
+    {{ return({'gpu_slot': ['gpu_slot_id'], 'compute_request': ['workload_id', 'container', 'resource']}) }}
+{%- endmacro %}
+
 {#- The rows a plan recomputes (a condition on the model's columns; sample_intervals_plan). -#}
 {% macro sample_intervals_recomputed(plan) -%}
+    {%- for kind in windowed_interval_kinds() %}
+    (series_kind = '{{ kind }}' and {{ samples_recomputed(plan, kind, 'sampled_epoch') }}) or
+    {%- endfor %}
+    (series_kind = 'gpu_request' and {{ request_workloads_recomputed(plan, 'workload_id') }})
+{%- endmacro %}
+
+{#- A windowed kind's samples a plan recomputes: every one, those from its cutoff on, or none. -#}
+{% macro samples_recomputed(plan, kind, column) -%}
     {%- if plan.full -%}
     true
+    {%- elif plan.cutoffs.get(kind) is not none -%}
+    {{ column }} >= {{ plan.cutoffs[kind] }}
     {%- else -%}
-    (series_kind = 'gpu_slot' and sampled_epoch >= {{ plan.slot_cutoff if plan.slot_cutoff is not none else 'null' }})
-    or (series_kind <> 'gpu_slot' and {{ request_workloads_in(plan, 'workload_id') }})
+    false
     {%- endif -%}
 {%- endmacro %}
 
-{#- A workload among the plan's request_workloads. -#}
-{% macro request_workloads_in(plan, column) -%}
-    {%- if plan.request_workloads -%}
+{#- Window mode: each series' step so far, for the series of `window` (the new rows of a windowed kind, keyed by
+    `keys`): the shortest of the table's kept rows' step (all before the cutoff: the pre-hook deleted the rest) and
+    the gap from the last kept row to the series' first new sample (least skips nulls). -#}
+{% macro kept_series_steps(window, kind, keys) -%}
+    select
+        {%- for key in keys %}
+        firsts.{{ key }},
+        {%- endfor %}
+        least(
+            kept.step_seconds,
+            case
+                when firsts.first_sampled_epoch > kept.last_kept_epoch
+                    then firsts.first_sampled_epoch - kept.last_kept_epoch
+            end
+        ) as kept_step_seconds
+    from (
+        select
+            {{ keys | join(', ') }},
+            min(sampled_epoch) as first_sampled_epoch
+        from {{ window }}
+        group by {{ keys | join(', ') }}
+    ) as firsts
+    left join (
+        select
+            {{ keys | join(', ') }},
+            max(sampled_epoch) as last_kept_epoch,
+            min(step_seconds) as step_seconds
+        from {{ this }}
+        where series_kind = '{{ kind }}'
+        group by {{ keys | join(', ') }}
+    ) as kept
+        on
+        {%- for key in keys %}
+        {{ 'and ' if not loop.first }}firsts.{{ key }} is not distinct from kept.{{ key }}
+        {%- endfor %}
+{%- endmacro %}
+
+{#- The workloads whose request series a plan recomputes: every one, or its request_workloads (quoted literals). -#}
+{% macro request_workloads_recomputed(plan, column) -%}
+    {%- if plan.full -%}
+    true
+    {%- elif plan.request_workloads -%}
     {{ column }} in ({%- for workload in plan.request_workloads -%}
         '{{ workload | replace("'", "''") }}'{{ ", " if not loop.last }}
     {%- endfor -%})
@@ -74,12 +131,13 @@
     {%- endif -%}
 {%- endmacro %}
 
-{#- post-hook: each GPU slot's rows kept from earlier builds take what the rows just computed change for them:
-    the last one before them its gap to the slot's first new sample, and every one the slot's step when it got
-    shorter. The rows just computed are each slot's rows of the newest inputs_loaded_at; a run that computed
-    none finds those of the run before, already applied, and changes nothing. -#}
-{% macro update_sample_interval_boundaries() -%}
+{#- post-hook, per windowed kind: each series' rows kept from earlier builds take what the rows just computed
+    change for them: the last one before them its gap to the series' first new sample, and every one the series'
+    step when it got shorter. The rows just computed are the kind's rows of the newest inputs_loaded_at; a run that
+    computed none finds those of the run before, already applied, and changes nothing. -#}
+{% macro update_sample_interval_boundaries(kind) -%}
     {%- if is_incremental() -%}
+    {%- set keys = windowed_interval_kinds()[kind] -%}
     {%- set new_gap = '(newest.first_sampled_epoch - kept.sampled_epoch)' -%}
     {%- set is_boundary -%}
         (kept.gap_seconds is null or kept.sampled_epoch + kept.gap_seconds >= newest.first_sampled_epoch)
@@ -94,19 +152,21 @@
         duration_seconds = {{ sample_duration(gap, 'newest.step_seconds') }}
     from (
         select
-            gpu_slot_id,
+            {{ keys | join(', ') }},
             max(inputs_loaded_at) as inputs_loaded_at,
             min(sampled_epoch) as first_sampled_epoch,
             min(step_seconds) as step_seconds
         from {{ this }}
         where
-            series_kind = 'gpu_slot'
-            and inputs_loaded_at = (select max(inputs_loaded_at) from {{ this }} where series_kind = 'gpu_slot')
-        group by gpu_slot_id
+            series_kind = '{{ kind }}'
+            and inputs_loaded_at = (select max(inputs_loaded_at) from {{ this }} where series_kind = '{{ kind }}')
+        group by {{ keys | join(', ') }}
     ) as newest
     where
-        kept.series_kind = 'gpu_slot'
-        and kept.gpu_slot_id = newest.gpu_slot_id
+        kept.series_kind = '{{ kind }}'
+        {%- for key in keys %}
+        and kept.{{ key }} is not distinct from newest.{{ key }}
+        {%- endfor %}
         and kept.inputs_loaded_at < newest.inputs_loaded_at
         and (
             ({{ is_boundary }} and kept.gap_seconds is distinct from {{ new_gap }})

@@ -4,7 +4,7 @@
 {% macro telemetry_loaded_through() -%}
     {%- set dcgm = ref('base_dcgm__series') -%}
     {%- set kube = ref('base_kube__series') -%}
-    {%- if not execute -%}{{ return(none) }}{%- endif -%}
+    {%- if not execute or load_relation(dcgm) is none or load_relation(kube) is none -%}{{ return(none) }}{%- endif -%}
     {{ return(run_query(
         "select cast(max(loaded_at) as string) from (select loaded_at from " ~ dcgm
         ~ " union all select loaded_at from " ~ kube ~ ") as loads"

@@ -16,8 +16,8 @@ import sys
 
 import duckdb
 
-# When a row's inputs were loaded (int_telemetry_sample_intervals): differs between an incremental and a fresh
-# build of the same files, so it is left out of the digest.
+# When a row's inputs were loaded (int_telemetry_sample_intervals, int_gpu_usage_hourly): it differs
+# between an incremental and a fresh build of the same files, so it is left out of the digest.
 BOOKKEEPING = "inputs_loaded_at"
 
 

@@ -72,8 +72,8 @@ def fingerprints(
         }
 
 
-# When a row's inputs were loaded (int_telemetry_sample_intervals): bookkeeping, which an incremental and a
-# fresh build of the same files cannot share.
+# When a row's inputs were loaded (int_telemetry_sample_intervals, int_gpu_usage_hourly): bookkeeping,
+# which an incremental and a fresh build of the same files cannot share.
 BOOKKEEPING = "inputs_loaded_at"
 
 
@@ -345,7 +345,9 @@ def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(
     assert fingerprints(fresh) != fingerprints(generated_warehouse.path)
 
 
-def second_scraper(day_folder: Path, name: str, *, shift: int = 0, model: str | None = None) -> Path:
+def second_scraper(
+    day_folder: Path, name: str, *, shift: int = 0, model: str | None = None
+) -> Path:
     """A second DCGM file in ``day_folder``: the first GPU_UTIL series of the day's file again, its samples
     ``shift`` seconds later (a second scraper at the same interval) or its modelName label changed; returns it."""
     source = json.loads((day_folder / "DCGM_FI_DEV_GPU_UTIL.json").read_text())
@@ -397,7 +399,14 @@ def test_sample_intervals_take_what_staging_loaded_and_sample_tests_recheck_unti
     slot = (labels["UUID"], labels.get("GPU_I_ID"))
     assert before[slot] == {600}
     staging = run_dbt(
-        landing, warehouse, tmp_path, "run", "--select", "base_dcgm__series", "base_kube__series", *LOOKBACK
+        landing,
+        warehouse,
+        tmp_path,
+        "run",
+        "--select",
+        "base_dcgm__series",
+        "base_kube__series",
+        *LOOKBACK,
     )
     assert staging.returncode == 0, staging.stdout[-4000:]
     second = run_dbt(landing, warehouse, tmp_path, "build", *LOOKBACK)
@@ -423,7 +432,9 @@ def test_sample_intervals_take_what_staging_loaded_and_sample_tests_recheck_unti
         assert fingerprints(warehouse, schema) == fingerprints(fresh, schema)
 
     # the same GPU's day-3 samples again under another modelName: two rows per GPU slot and time
-    second_scraper(cluster / days[2], "DCGM_FI_DEV_GPU_UTIL_relabelled.json", model="NVIDIA H100 PCIe")
+    second_scraper(
+        cluster / days[2], "DCGM_FI_DEV_GPU_UTIL_relabelled.json", model="NVIDIA H100 PCIe"
+    )
     failing = "gpucost_unique_combination_of_columns_stg_dcgm__gpu_samples"
     for _ in range(2):
         build = run_dbt(landing, warehouse, tmp_path, "build", *LOOKBACK)

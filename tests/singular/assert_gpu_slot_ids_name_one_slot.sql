@@ -1,4 +1,4 @@
--- Two GPU slots (cluster, node, GPU and MIG instance) never share a gpu_slot_id. The number is a 63-bit prefix
+-- Two GPU slots (cluster, node, GPU and MIG instance) never share a gpu_slot_id. The number is a 60-bit prefix
 -- of an md5 (macro gpu_slot_id), so that a slot keeps it from build to build; a clash is possible in principle,
 -- and would merge two slots' samples in int_gpu_usage_hourly. One row per number two slots share.
 with
@@ -33,7 +33,7 @@ final as (
         gpu_slot_id,
         count(*) as slot_count
     from numbered
-    group by gpu_slot_id
+    group by 1
     having count(*) > 1
 
 )

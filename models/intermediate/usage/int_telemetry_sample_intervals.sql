@@ -10,24 +10,26 @@
 -- Each series' gaps and step come from all of its samples, so a reader that keeps only the samples after its own
 -- incremental cutoff gets what a full build gives it.
 -- Incremental (macros/sample_intervals_incremental.sql): a run recomputes only what the telemetry files loaded
--- since change: the GPU slots from the first new sample time on (each slot's row before it gets its new gap, and
--- a shorter step reaches every row of its slot), and every request series of a workload with new request
--- samples; everything when a landed file was removed. `dbt build --full-refresh` recomputes everything.
+-- since change: the GPU slots and the CPU / memory requests from the first new sample time on (each series' row
+-- before it gets its new gap, and a shorter step reaches every row of its series), and every GPU request series
+-- of a workload with new request samples; everything when a landed file was removed. `dbt build --full-refresh`
+-- recomputes everything.
 {#- spark target: a table rebuilt each run (delete and update are DuckDB's here). -#}
 {{ config(
     materialized='incremental' if target.type != 'spark' else 'table',
     incremental_strategy='append',
     on_schema_change='append_new_columns',
     pre_hook="{{ delete_sample_intervals_to_recompute() }}",
-    post_hook="{{ update_sample_interval_boundaries() }}",
+    post_hook=[
+        "{{ update_sample_interval_boundaries('gpu_slot') }}",
+        "{{ update_sample_interval_boundaries('compute_request') }}",
+    ],
 ) }}
 
 {%- set plan = sample_intervals_plan() %}
 {%- set window = not plan.full %}
 {%- set loaded_through = "cast('" ~ plan.loaded_through ~ "' as timestamp)" if plan.loaded_through is not none
     else 'cast(null as timestamp)' %}
-{%- set slot_step = 'least(slot_window.step_seconds, slot_steps.kept_step_seconds)' if window
-    else 'slot_window.step_seconds' %}
 
 with
 
@@ -42,16 +44,14 @@ gpu_slot_samples as (
         gpu_instance_id,
         sampled_epoch
     from {{ ref('stg_dcgm__gpu_samples') }}
-    {%- if window %}
-    where sampled_epoch >= {{ plan.slot_cutoff if plan.slot_cutoff is not none else 'null' }}
-    {%- endif %}
+    where {{ samples_recomputed(plan, 'gpu_slot', 'sampled_epoch') }}
 
 ),
 
 gpu_request_samples as (
 
     select * from {{ ref('stg_kube__pod_gpu_requests') }}
-    where workload_id is not null {{- ' and ' ~ request_workloads_in(plan, 'workload_id') if window }}
+    where workload_id is not null and {{ request_workloads_recomputed(plan, 'workload_id') }}
 
 ),
 
@@ -64,10 +64,18 @@ gpu_requests_on_nodes as (
 
 compute_requests_on_nodes as (
 
-    select * from {{ ref('stg_kube__pod_compute_requests') }}
+    select
+        cluster_id,
+        node_name,
+        workload_id,
+        container,
+        resource_part as resource,
+        requested_amount,
+        sampled_epoch
+    from {{ ref('stg_kube__pod_compute_requests') }}
     where
         workload_id is not null and node_name is not null and requested_amount > 0
-        {{- ' and ' ~ request_workloads_in(plan, 'workload_id') if window }}
+        and {{ samples_recomputed(plan, 'compute_request', 'sampled_epoch') }}
 
 ),
 
@@ -76,46 +84,31 @@ slot_window as (
     {{ sample_intervals('gpu_slot_samples', ['gpu_slot_id']) }}
 
 ),
-{%- if window %}
 
-slot_kept as (
+compute_window as (
 
-    -- each slot's rows kept from earlier builds (all before slot_cutoff: the pre-hook deleted the rest): the last
-    -- one's time, and the step so far
-    select
-        gpu_slot_id,
-        max(sampled_epoch) as last_kept_epoch,
-        min(step_seconds) as step_seconds
-    from {{ this }}
-    where series_kind = 'gpu_slot'
-    group by gpu_slot_id
+    {{ sample_intervals('compute_requests_on_nodes', ['workload_id', 'container', 'resource']) }}
 
 ),
+{%- if window %}
 
 slot_steps as (
 
-    -- a slot's step over all its samples: the shortest of the kept rows' step, the gap from the last kept row to
-    -- the first new sample, and the new samples' own gaps (least skips nulls)
-    select
-        slot_firsts.gpu_slot_id,
-        least(
-            slot_kept.step_seconds,
-            case
-                when slot_firsts.first_sampled_epoch > slot_kept.last_kept_epoch
-                    then slot_firsts.first_sampled_epoch - slot_kept.last_kept_epoch
-            end
-        ) as kept_step_seconds
-    from (
-        select
-            gpu_slot_id,
-            min(sampled_epoch) as first_sampled_epoch
-        from gpu_slot_samples
-        group by gpu_slot_id
-    ) as slot_firsts
-    left join slot_kept on slot_firsts.gpu_slot_id = slot_kept.gpu_slot_id
+    {{ kept_series_steps('slot_window', 'gpu_slot', ['gpu_slot_id']) }}
+
+),
+
+compute_steps as (
+
+    {{ kept_series_steps('compute_window', 'compute_request', ['workload_id', 'container', 'resource']) }}
 
 ),
 {%- endif %}
+
+{%- set slot_step = 'least(slot_window.step_seconds, slot_steps.kept_step_seconds)' if window
+    else 'slot_window.step_seconds' %}
+{%- set compute_step = 'least(compute_window.step_seconds, compute_steps.kept_step_seconds)' if window
+    else 'compute_window.step_seconds' %}
 
 gpu_slot_intervals as (
 
@@ -136,15 +129,32 @@ gpu_slot_intervals as (
 
 ),
 
-gpu_request_intervals as (
+compute_request_intervals as (
 
-    {{ sample_intervals('gpu_requests_on_nodes', ['workload_id', 'container', 'gpu_resource'], 'gpu_request_samples') }}
+    select
+        compute_window.cluster_id,
+        compute_window.node_name,
+        compute_window.workload_id,
+        compute_window.container,
+        compute_window.resource,
+        compute_window.requested_amount,
+        compute_window.sampled_epoch,
+        compute_window.gap_seconds,
+        {{ compute_step }} as step_seconds,
+        {{ sample_duration('compute_window.gap_seconds', compute_step) }} as duration_seconds
+    from compute_window
+    {%- if window %}
+    left join compute_steps
+        on compute_window.workload_id = compute_steps.workload_id
+        and compute_window.container is not distinct from compute_steps.container
+        and compute_window.resource = compute_steps.resource
+    {%- endif %}
 
 ),
 
-compute_request_intervals as (
+gpu_request_intervals as (
 
-    {{ sample_intervals('compute_requests_on_nodes', ['workload_id', 'container', 'resource_part']) }}
+    {{ sample_intervals('gpu_requests_on_nodes', ['workload_id', 'container', 'gpu_resource'], 'gpu_request_samples') }}
 
 ),
 
@@ -197,7 +207,7 @@ final as (
         null as gpu_instance_id,
         workload_id,
         container,
-        resource_part as resource,
+        resource,
         null as mig_profile,
         requested_amount,
         sampled_epoch,

@@ -18,8 +18,8 @@
 -- struct fields (`sample.sampled_epoch`) read to sqlfluff as table qualifiers:
 -- noqa: disable=RF03
 {%- set series_columns -%}
-    source_file, source_file_size, source_file_modified_at, metric_name, cluster_id, namespace, pod, container, engine, model_name, model_version,
-        series_id, is_file_without_series, series_quarantine_reason
+    source_file, source_file_size, source_file_modified_at, metric_name, cluster_id, namespace, pod, container, engine,
+        model_name, model_version, series_id, is_file_without_series, series_quarantine_reason
 {%- endset %}
 {%- set serving_sample_check -%}
     case
