@@ -72,28 +72,35 @@
     {%- endif -%}
 {%- endmacro %}
 
-{#- Window mode: each series' step so far, for the series of `window` (the new rows of a windowed kind, keyed by
-    `keys`): the shortest of the table's kept rows' step (all before the cutoff: the pre-hook deleted the rest) and
-    the gap from the last kept row to the series' first new sample (least skips nulls). -#}
-{% macro kept_series_steps(window, kind, keys) -%}
+{#- The intervals of a windowed kind's rows just computed (`window`: macro sample_intervals over its samples,
+    keyed by `keys`, with `columns` besides): their gap, and, in window mode, their series' step over all of its
+    samples: the shortest of the new rows' own step, the table's kept rows' step (all before the cutoff: the
+    pre-hook deleted the rest) and the gap from the last kept row to the series' first new sample (least skips
+    nulls); the duration from those. -#}
+{% macro windowed_intervals(window, kind, keys, columns, window_mode) -%}
+    {%- set step = 'least(' ~ window ~ '.step_seconds, kept.step_seconds, case when firsts.first_sampled_epoch'
+        ~ ' > kept.last_kept_epoch then firsts.first_sampled_epoch - kept.last_kept_epoch end)'
+        if window_mode else window ~ '.step_seconds' -%}
     select
-        {%- for key in keys %}
-        firsts.{{ key }},
+        {%- for column in keys + columns %}
+        {{ window }}.{{ column }},
         {%- endfor %}
-        least(
-            kept.step_seconds,
-            case
-                when firsts.first_sampled_epoch > kept.last_kept_epoch
-                    then firsts.first_sampled_epoch - kept.last_kept_epoch
-            end
-        ) as kept_step_seconds
-    from (
+        {{ window }}.gap_seconds,
+        {{ step }} as step_seconds,
+        {{ sample_duration(window ~ '.gap_seconds', step) }} as duration_seconds
+    from {{ window }}
+    {%- if window_mode %}
+    left join (
         select
             {{ keys | join(', ') }},
             min(sampled_epoch) as first_sampled_epoch
         from {{ window }}
         group by {{ keys | join(', ') }}
     ) as firsts
+        on
+        {%- for key in keys %}
+        {{ 'and ' if not loop.first }}{{ window }}.{{ key }} is not distinct from firsts.{{ key }}
+        {%- endfor %}
     left join (
         select
             {{ keys | join(', ') }},
@@ -105,8 +112,9 @@
     ) as kept
         on
         {%- for key in keys %}
-        {{ 'and ' if not loop.first }}firsts.{{ key }} is not distinct from kept.{{ key }}
+        {{ 'and ' if not loop.first }}{{ window }}.{{ key }} is not distinct from kept.{{ key }}
         {%- endfor %}
+    {%- endif %}
 {%- endmacro %}
 
 {#- The workloads whose request series a plan recomputes: every one, or its request_workloads (quoted literals). -#}

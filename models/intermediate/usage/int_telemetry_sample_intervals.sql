@@ -90,65 +90,22 @@ compute_window as (
     {{ sample_intervals('compute_requests_on_nodes', ['workload_id', 'container', 'resource']) }}
 
 ),
-{%- if window %}
-
-slot_steps as (
-
-    {{ kept_series_steps('slot_window', 'gpu_slot', ['gpu_slot_id']) }}
-
-),
-
-compute_steps as (
-
-    {{ kept_series_steps('compute_window', 'compute_request', ['workload_id', 'container', 'resource']) }}
-
-),
-{%- endif %}
-
-{%- set slot_step = 'least(slot_window.step_seconds, slot_steps.kept_step_seconds)' if window
-    else 'slot_window.step_seconds' %}
-{%- set compute_step = 'least(compute_window.step_seconds, compute_steps.kept_step_seconds)' if window
-    else 'compute_window.step_seconds' %}
 
 gpu_slot_intervals as (
 
-    select
-        slot_window.gpu_slot_id,
-        slot_window.cluster_id,
-        slot_window.node_name,
-        slot_window.gpu_uuid,
-        slot_window.gpu_instance_id,
-        slot_window.sampled_epoch,
-        slot_window.gap_seconds,
-        {{ slot_step }} as step_seconds,
-        {{ sample_duration('slot_window.gap_seconds', slot_step) }} as duration_seconds
-    from slot_window
-    {%- if window %}
-    left join slot_steps on slot_window.gpu_slot_id = slot_steps.gpu_slot_id
-    {%- endif %}
+    {{ windowed_intervals(
+        'slot_window', 'gpu_slot', ['gpu_slot_id'],
+        ['cluster_id', 'node_name', 'gpu_uuid', 'gpu_instance_id', 'sampled_epoch'], window
+    ) }}
 
 ),
 
 compute_request_intervals as (
 
-    select
-        compute_window.cluster_id,
-        compute_window.node_name,
-        compute_window.workload_id,
-        compute_window.container,
-        compute_window.resource,
-        compute_window.requested_amount,
-        compute_window.sampled_epoch,
-        compute_window.gap_seconds,
-        {{ compute_step }} as step_seconds,
-        {{ sample_duration('compute_window.gap_seconds', compute_step) }} as duration_seconds
-    from compute_window
-    {%- if window %}
-    left join compute_steps
-        on compute_window.workload_id = compute_steps.workload_id
-        and compute_window.container is not distinct from compute_steps.container
-        and compute_window.resource = compute_steps.resource
-    {%- endif %}
+    {{ windowed_intervals(
+        'compute_window', 'compute_request', ['workload_id', 'container', 'resource'],
+        ['cluster_id', 'node_name', 'requested_amount', 'sampled_epoch'], window
+    ) }}
 
 ),
 
