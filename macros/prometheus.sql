@@ -37,6 +37,22 @@
         as bigint)
 {%- endmacro %}
 
+{#- A number for a group of DCGM series with the same labels (stg_dcgm__gpu_samples' pivot key, never stored):
+    DuckDB's hash of the label columns, without the sort a dense_rank needs. The data test
+    assert_dcgm_series_groups_hash_apart fails the build should two groups ever share one. Spark: a dense_rank
+    (its hashes skip null columns, so two groups could share one more easily). -#}
+{% macro series_group_id(columns) -%}
+    {{ return(adapter.dispatch('series_group_id', 'gpucost')(columns)) }}
+{%- endmacro %}
+
+{% macro default__series_group_id(columns) -%}
+    hash({{ columns | join(', ') }})
+{%- endmacro %}
+
+{% macro spark__series_group_id(columns) -%}
+    dense_rank() over (order by {{ columns | join(', ') }})
+{%- endmacro %}
+
 {#- Seconds one sample stands for: the gap to the series' next sample, or the series' step when the
     gap is missing (last sample) or longer than gpucost_max_sample_gap_seconds (telemetry was lost); an
     hour in a landing zone of hourly aggregates (is_hourly_landing). -#}

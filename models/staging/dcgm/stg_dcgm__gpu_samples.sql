@@ -1,7 +1,7 @@
 -- One row per GPU, pod and scrape time, with the DCGM fields side by side (duplicate scrapes collapse); from
 -- hourly aggregates, one row per GPU, pod and hour with the fields' hourly means and covered_seconds.
 -- The series are grouped by their labels first (a few rows per GPU and file), so the per-sample pivot
--- groups by a number and a time instead of eleven label columns.
+-- groups by a number and a time instead of twelve label columns.
 with
 
 source as (
@@ -29,11 +29,13 @@ series as (
         metric_name,
         sampled_epochs,
         sample_values,
-        dense_rank() over (
-            order by
-                cluster_id, node_name, gpu_uuid, gpu_index, gpu_model, namespace, pod, container, pod_uid,
-                gpu_instance_id, gpu_instance_profile, hpc_job
-        ) as series_group_id,
+        -- the series group: a hash of its labels, not a dense_rank (which sorted every series row by twelve text
+        -- columns, in every read of this view: 6.1 s of 396,116 rows at 128 nodes x 30 days). Two groups sharing a
+        -- hash would merge their samples: assert_dcgm_series_groups_hash_apart fails the build if that ever happens
+        {{ series_group_id([
+            'cluster_id', 'node_name', 'gpu_uuid', 'gpu_index', 'gpu_model', 'namespace', 'pod', 'container', 'pod_uid',
+            'gpu_instance_id', 'gpu_instance_profile', 'hpc_job',
+        ]) }} as series_group_id,
         -- a number for the GPU slot (GPU, or MIG instance of it) on its node, the same in every build
         {{ gpu_slot_id('cluster_id', 'node_name', 'gpu_uuid', 'gpu_instance_id') }} as gpu_slot_id
     from source
