@@ -43,6 +43,11 @@
     {{- "'" ~ (value | string | replace("'", "''")) ~ "'" -}}
 {%- endmacro %}
 
+{#- A parenthesised list of text literals from data (quote_text each), for `column in (...)`. -#}
+{% macro quote_text_tuple(values) -%}
+    ({%- for value in values -%}{{ quote_text(value) }}{{ ", " if not loop.last }}{%- endfor -%})
+{%- endmacro %}
+
 {#- Spark's string literals are raw on the spark target (profiles.yml): spark_seed_literal's rule. -#}
 {% macro spark__quote_text(value) -%}
     {{- spark_seed_literal(value | string) -}}

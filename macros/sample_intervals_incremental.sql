@@ -13,16 +13,14 @@
     tombstone row: samples went, so a gap may have grown anywhere). A re-delivered file is recomputed from its
     new first sample, as int_gpu_usage_hourly recomputes it: samples only an earlier delivery held before that
     keep their rows until `--full-refresh`.
-    Found before the model runs; returns {full, cutoffs: {kind: epoch or none}, request_workloads, loaded_through}. -#}
+    Found before the model runs; returns {full, cutoffs: {kind: epoch or none}, request_workloads}. -#}
 {% macro sample_intervals_plan() -%}
-    {%- set plan = {'full': true, 'cutoffs': {}, 'request_workloads': [], 'loaded_through': none} -%}
+    {%- set plan = {'full': true, 'cutoffs': {}, 'request_workloads': []} -%}
     {%- set dcgm = ref('base_dcgm__series') -%}
     {%- set kube = ref('base_kube__series') -%}
-    {%- do plan.update({'loaded_through': telemetry_loaded_through()}) -%}
     {%- if not (is_incremental() and execute) -%}{{ return(plan) }}{%- endif -%}
-    {%- set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list -%}
-    {%- if 'step_seconds' not in columns -%}{{ return(plan) }}{%- endif -%}
-    {%- set watermark = telemetry_watermark() -%}
+    {#- inputs_loaded_at and step_seconds came together: a table without the one has neither -#}
+    {%- set watermark = telemetry_watermark(this) -%}
     {%- if watermark is none -%}{{ return(plan) }}{%- endif -%}
     {%- set since = "loaded_at > cast('" ~ watermark ~ "' as timestamp)" -%}
     {%- set changes = run_query(
@@ -122,9 +120,7 @@
     {%- if plan.full -%}
     true
     {%- elif plan.request_workloads -%}
-    {{ column }} in ({%- for workload in plan.request_workloads -%}
-        '{{ workload | replace("'", "''") }}'{{ ", " if not loop.last }}
-    {%- endfor -%})
+    {{ column }} in {{ quote_text_tuple(plan.request_workloads) }}
     {%- else -%}
     false
     {%- endif -%}

@@ -33,32 +33,19 @@
         {%- set node = graph.nodes['model.' ~ project_name ~ '.' ~ name] -%}
         {%- do nodes.update({name: adapter.get_relation(node.database, node.schema, node.alias)}) -%}
     {%- endfor -%}
-    {%- set intervals = nodes['int_telemetry_sample_intervals'] -%}
-    {%- if intervals is none
-        or 'inputs_loaded_at' not in (adapter.get_columns_in_relation(intervals) | map(attribute='name') | list) -%}
-        {{ return(everything) }}
-    {%- endif -%}
-    {%- set watermark = run_query(
-        "select cast(max(inputs_loaded_at) as string) from " ~ intervals
-    ).columns[0].values()[0] -%}
+    {%- set watermark = telemetry_watermark(nodes['int_telemetry_sample_intervals']) -%}
     {%- if watermark is none -%}{{ return(everything) }}{%- endif -%}
-    {%- set loaded -%}
-        select source_file, first_sampled_epoch, sample_count from {{ nodes['base_dcgm__series'] }}
-        where loaded_at > cast('{{ watermark }}' as timestamp)
-        union all
-        select source_file, first_sampled_epoch, sample_count from {{ nodes['base_kube__series'] }}
-        where loaded_at > cast('{{ watermark }}' as timestamp)
-    {%- endset -%}
-    {%- set files = run_query(
-        "select distinct source_file from (" ~ loaded ~ ") as loaded order by 1"
-    ).columns[0].values() | list -%}
-    {%- set first = run_query(
-        "select min(first_sampled_epoch) from (" ~ loaded ~ ") as loaded where sample_count > 0"
-    ).columns[0].values()[0] -%}
-    {%- set quoted = [] -%}
-    {%- for file in files -%}{%- do quoted.append("'" ~ (file | replace("'", "''")) ~ "'") -%}{%- endfor -%}
+    {%- set loaded = run_query(
+        "select distinct source_file, min(first_sampled_epoch) filter (where sample_count > 0) over () as first_epoch"
+        ~ " from (select source_file, loaded_at, first_sampled_epoch, sample_count from " ~ nodes['base_dcgm__series']
+        ~ " union all select source_file, loaded_at, first_sampled_epoch, sample_count from "
+        ~ nodes['base_kube__series'] ~ ") as loaded where loaded_at > cast('" ~ watermark ~ "' as timestamp)"
+        ~ " order by source_file"
+    ) -%}
+    {%- set files = loaded.columns[0].values() | list -%}
+    {%- set first = loaded.columns[1].values()[0] if files else none -%}
     {{ return({
-        'files': 'source_file in (' ~ quoted | join(', ') ~ ')' if files else 'false',
+        'files': 'source_file in ' ~ quote_text_tuple(files) if files else 'false',
         'samples': 'sampled_epoch >= ' ~ first if first is not none else 'false',
     }) }}
 {%- endmacro %}

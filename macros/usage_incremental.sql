@@ -1,23 +1,27 @@
-{#- The newest loaded_at of the telemetry staging tables (base_dcgm__series, base_kube__series), as text, or
-    none when they are empty. An incremental telemetry model keeps it on its rows (inputs_loaded_at): its next
-    run reads what those tables loaded after the newest value it holds, whichever invocation loaded it. -#}
+{#- The newest loaded_at of the telemetry staging tables (base_dcgm__series, base_kube__series), as a timestamp
+    expression (null when they are empty or not built). An incremental telemetry model keeps it on its rows
+    (inputs_loaded_at): its next run reads what those tables loaded after the newest value it holds
+    (telemetry_watermark), whichever invocation loaded it. -#}
 {% macro telemetry_loaded_through() -%}
     {%- set dcgm = ref('base_dcgm__series') -%}
     {%- set kube = ref('base_kube__series') -%}
-    {%- if not execute or load_relation(dcgm) is none or load_relation(kube) is none -%}{{ return(none) }}{%- endif -%}
-    {{ return(run_query(
-        "select cast(max(loaded_at) as string) from (select loaded_at from " ~ dcgm
-        ~ " union all select loaded_at from " ~ kube ~ ") as loads"
-    ).columns[0].values()[0]) }}
+    {%- set newest = none -%}
+    {%- if execute and load_relation(dcgm) is not none and load_relation(kube) is not none -%}
+        {%- set newest = run_query(
+            "select cast(max(loaded_at) as string) from (select loaded_at from " ~ dcgm
+            ~ " union all select loaded_at from " ~ kube ~ ") as loads"
+        ).columns[0].values()[0] -%}
+    {%- endif -%}
+    {{ return("cast('" ~ newest ~ "' as timestamp)" if newest is not none else 'cast(null as timestamp)') }}
 {%- endmacro %}
 
-{#- The newest inputs_loaded_at of an incremental telemetry model's own table (telemetry_loaded_through), as
-    text; none on a full build, when the table is empty or predates the column. -#}
-{% macro telemetry_watermark() -%}
-    {%- if not (is_incremental() and execute) -%}{{ return(none) }}{%- endif -%}
-    {%- set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list -%}
+{#- The newest inputs_loaded_at (telemetry_loaded_through) of an incremental telemetry table, as text: what its
+    rows were computed from. None when the table does not exist, is empty or predates the column. -#}
+{% macro telemetry_watermark(relation) -%}
+    {%- if not execute or relation is none -%}{{ return(none) }}{%- endif -%}
+    {%- set columns = adapter.get_columns_in_relation(relation) | map(attribute='name') | list -%}
     {%- if 'inputs_loaded_at' not in columns -%}{{ return(none) }}{%- endif -%}
-    {{ return(run_query("select cast(max(inputs_loaded_at) as string) from " ~ this).columns[0].values()[0]) }}
+    {{ return(run_query("select cast(max(inputs_loaded_at) as string) from " ~ relation).columns[0].values()[0]) }}
 {%- endmacro %}
 
 {#- int_gpu_usage_hourly's incremental cutoff (epoch seconds of an hour): the earliest of the latest hour
@@ -28,7 +32,7 @@
     runs (a constant in the SQL, and the same value for the pre-hook that clears the hours from it on). -#}
 {% macro usage_hourly_cutoff() -%}
     {%- if not (is_incremental() and execute) -%}{{ return(0) }}{%- endif -%}
-    {%- set watermark = telemetry_watermark() -%}
+    {%- set watermark = telemetry_watermark(this) -%}
     {%- if watermark is none -%}{{ return(0) }}{%- endif -%}
     {%- set loaded_since -%}
         loaded_at > cast('{{ watermark }}' as timestamp)

@@ -30,7 +30,6 @@
 ) }}
 
 {%- set cutoff = usage_hourly_cutoff() %}
-{%- set loaded_through = telemetry_loaded_through() %}
 {#- hourly aggregates (gpucost collect --resolution hourly): one row per series and hour, stamped at the hour's
     start, with the seconds the series was scraped in it (covered_seconds). A series' tenancy weighs by those
     seconds, and a slot's hour lasts its series' seconds, at most the hour: tenants that follow each other
@@ -346,8 +345,7 @@ final as (
             || '|' || coalesce(workload_id, '')
         ) as usage_hour_key,
         *,
-        {{ "cast('" ~ loaded_through ~ "' as timestamp)" if loaded_through is not none
-            else 'cast(null as timestamp)' }} as inputs_loaded_at
+        {{ telemetry_loaded_through() }} as inputs_loaded_at
     from joined
 
 )

@@ -28,8 +28,7 @@
 
 {%- set plan = sample_intervals_plan() %}
 {%- set window = not plan.full %}
-{%- set loaded_through = "cast('" ~ plan.loaded_through ~ "' as timestamp)" if plan.loaded_through is not none
-    else 'cast(null as timestamp)' %}
+{%- set loaded_through = telemetry_loaded_through() %}
 
 with
 
