@@ -1,15 +1,19 @@
-{#- The newest loaded_at of the telemetry staging tables (base_dcgm__series, base_kube__series), as a timestamp
-    expression (null when they are empty or not built). An incremental telemetry model keeps it on its rows
-    (inputs_loaded_at): its next run reads what those tables loaded after the newest value it holds
-    (telemetry_watermark), whichever invocation loaded it. -#}
-{% macro telemetry_loaded_through() -%}
-    {%- set dcgm = ref('base_dcgm__series') -%}
-    {%- set kube = ref('base_kube__series') -%}
+{#- The newest loaded_at of telemetry staging tables, as a timestamp expression (null when they are empty or not
+    built): base_dcgm__series and base_kube__series by default; the serving counters pass base_serving__series. An
+    incremental telemetry model keeps it on its rows (inputs_loaded_at): its next run reads what those tables loaded
+    after the newest value it holds (telemetry_watermark), whichever invocation loaded it. -#}
+{% macro telemetry_loaded_through(models=['base_dcgm__series', 'base_kube__series']) -%}
+    {%- set reads = [] -%}
+    {%- for model in models -%}
+        {%- set relation = ref(model) -%}
+        {%- if execute and load_relation(relation) is not none -%}
+            {%- do reads.append('select loaded_at from ' ~ relation) -%}
+        {%- endif -%}
+    {%- endfor -%}
     {%- set newest = none -%}
-    {%- if execute and load_relation(dcgm) is not none and load_relation(kube) is not none -%}
+    {%- if reads and reads | length == models | length -%}
         {%- set newest = run_query(
-            "select cast(max(loaded_at) as string) from (select loaded_at from " ~ dcgm
-            ~ " union all select loaded_at from " ~ kube ~ ") as loads"
+            "select cast(max(loaded_at) as string) from (" ~ reads | join(' union all ') ~ ") as loads"
         ).columns[0].values()[0] -%}
     {%- endif -%}
     {{ return("cast('" ~ newest ~ "' as timestamp)" if newest is not none else 'cast(null as timestamp)') }}

@@ -310,3 +310,83 @@ def test_the_tokens_are_the_landed_counters_increases(generated_warehouse):
     assert {e: (t, r) for e, t, r in mart} == {
         e: (totals[(e, "tokens")], totals[(e, "requests")]) for e in ("tgi", "triton", "vllm")
     }
+
+
+COUNTERS_ONLY = ("-s", "base_serving__series stg_serving__counter_increases")
+
+
+def counter_rows(warehouse: Warehouse, path: Path) -> list[tuple]:
+    """stg_serving__counter_increases of a warehouse file, sorted, without its bookkeeping column."""
+    return warehouse.sql(
+        "select * exclude (inputs_loaded_at) from staging.stg_serving__counter_increases order by all",
+        path,
+    )
+
+
+def test_counter_increases_recompute_from_the_first_late_rise_and_equal_a_fresh_build(tmp_path):
+    """Serving counters landed late, three times (the two serving models alone, on a landing zone of
+    serving files): a file continuing a series after a gap (its sample before them lies in a file that
+    ends hours before), then a sample between two landed ones, then a file removed. Each incremental
+    run keeps the hours before the first late rise as they were and equals a fresh build, row for row."""
+    landing = tmp_path / "landing"
+    folder = landing / "metrics" / "serving" / "c1" / DAY
+    folder.mkdir(parents=True)
+    a = {"__name__": "vllm:prompt_tokens_total", "namespace": "ns", "pod": "a", "model_name": "m"}
+    b = {"__name__": "tgi_request_count", "namespace": "ns", "pod": "b"}
+    c = {**a, "pod": "c"}
+
+    def land(name: str, series: list[tuple[dict[str, str], list[tuple[int, str]]]]) -> None:
+        (folder / name).write_text(response(series), encoding="utf-8")
+
+    land("vllm_prompt_tokens_total.json", [(a, at(OFFSETS, VLLM_PROMPT))])
+    land("tgi_request_count.json", [(b, at(TGI_OFFSETS, TGI_COUNT))])
+    warehouse = Warehouse(landing, tmp_path / "incremental" / "gpucost.duckdb", tmp_path)
+    fresh = tmp_path / "fresh" / "gpucost.duckdb"
+
+    def hours_loaded() -> dict[int, set[str]]:
+        rows = warehouse.sql(
+            "select hour(usage_hour_at), cast(inputs_loaded_at as string)"
+            " from staging.stg_serving__counter_increases"
+        )
+        by_hour: dict[int, set[str]] = defaultdict(set)
+        for hour, loaded_at in rows:
+            by_hour[hour].add(loaded_at)
+        return by_hour
+
+    def check_equals_fresh() -> None:
+        result = warehouse.dbt("run", *COUNTERS_ONLY, warehouse=fresh)
+        assert result.returncode == 0, result.stdout[-4000:]
+        assert counter_rows(warehouse, warehouse.path) == counter_rows(warehouse, fresh)
+        fresh.unlink()
+
+    assert warehouse.dbt("run", *COUNTERS_ONLY).returncode == 0
+    (first,) = {loaded for loads in hours_loaded().values() for loaded in loads}
+
+    # 1. pod a continues at +3h10 after its last sample at +1h05; pod c starts then (no rise yet)
+    late = [(a, at([11400, 11700], ["2600", "2700"])), (c, at([11400, 11700], ["5", "9"]))]
+    land("vllm_prompt_tokens_total.late.json", late)
+    assert warehouse.dbt("run", *COUNTERS_ONLY).returncode == 0
+    check_equals_fresh()
+    by_hour = hours_loaded()
+    assert {h: loads == {first} for h, loads in by_hour.items()} == {0: True, 1: True, 3: False}
+    (rises,) = warehouse.sql(
+        "select list(counter_increase order by pod) from staging.stg_serving__counter_increases"
+        " where hour(usage_hour_at) = 3"
+    )
+    assert rises[0] == [
+        Decimal(2700 - 2000),
+        Decimal(4),
+    ]  # a: from its sample at +1h05; c: one rise
+
+    # 2. a sample of pod b between +30 min and +2 h: hours 1 on are recomputed, hour 0 is kept
+    land("tgi_request_count.late.json", [(b, at([5400], ["8"]))])
+    assert warehouse.dbt("run", *COUNTERS_ONLY).returncode == 0
+    check_equals_fresh()
+    assert hours_loaded()[0] == {first}
+    assert all(first not in hours_loaded()[h] for h in (1, 3))
+
+    # 3. that file removed: a tombstone, everything recomputed
+    (folder / "tgi_request_count.late.json").unlink()
+    assert warehouse.dbt("run", *COUNTERS_ONLY).returncode == 0
+    check_equals_fresh()
+    assert first not in {loaded for loads in hours_loaded().values() for loaded in loads}

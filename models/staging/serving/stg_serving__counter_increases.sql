@@ -6,22 +6,43 @@
 -- later sample (a sample at 10:00 closes 09:55-10:00); with hourly aggregates (`gpucost collect
 -- --resolution hourly`: the counter's last value in the hour, stamped at the hour's start), the hour of
 -- the later aggregate. Only the counters listed in `measure` are read; a sample landed twice counts once.
-{#- the second a rise is dated by: raw samples, the second before the later sample; hourly aggregates (stamped
-    at their hour's start), the aggregate's own -#}
-{%- set rise_epoch = 'sampled_epoch' if is_hourly_landing() else '(sampled_epoch - 1)' %}
-{%- set counters = [
-    'vllm:prompt_tokens_total', 'vllm:generation_tokens_total', 'vllm:request_success_total',
-    'tgi_request_count', 'tgi_request_success', 'tgi_request_input_length_sum', 'tgi_request_generated_tokens_sum',
-    'nv_inference_request_success', 'nv_inference_request_failure', 'nv_inference_count',
-] %}
+-- Incremental (macros/counter_increases_incremental.sql): a run recomputes every series' hours from the hour of
+-- the first rise the counter files loaded since bring; everything when a landed file was removed.
+-- `dbt build --full-refresh` recomputes everything.
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    on_schema_change='append_new_columns',
+    pre_hook="{{ delete_counter_hours_to_recompute() }}",
+) }}
+
+{%- set plan = counter_increases_plan() %}
+{%- set window = not plan.full %}
 with
 
 series as (
 
     select * from {{ ref('base_serving__series') }}
-    where sample_count > 0 and series_quarantine_reason is null
+    where {{ is_serving_counter_series() }}
 
 ),
+{%- if window %}
+
+-- the rows holding the samples of the hours recomputed, and each series' sample before them: the newest sample
+-- of the rows that end before (every copy of it), or a sample of a row holding both
+read_series as (
+
+    select * from series
+    where {{ counter_hours_recomputed(plan, 'last_sampled_epoch') }}
+    {%- if plan.from_hour is not none %}
+    union all
+    select * from series
+    where not ({{ counter_hours_recomputed(plan, 'last_sampled_epoch') }})
+    qualify last_sampled_epoch = max(last_sampled_epoch) over (partition by series_id)
+    {%- endif %}
+
+),
+{%- endif %}
 
 samples as (
 
@@ -36,8 +57,7 @@ samples as (
         model_name,
         model_version,
         {{ unnest_zip([('sampled_epochs', 'sampled_epoch'), ('sample_values_raw', 'sample_value_raw')]) }}
-    from series
-    where metric_name in ('{{ counters | join("', '") }}')
+    from {{ 'read_series' if window else 'series' }}
 
 ),
 
@@ -81,10 +101,12 @@ rises as (
             else counter_value
         end as counter_rise,
         counter_value < previous_value as is_reset,
-        {{ rise_epoch }} - {{ rise_epoch }} % 3600 as hour_epoch
+        {{ epoch_hour_floor(counter_rise_epoch('sampled_epoch')) }} as hour_epoch
     from previous
     -- a series' first sample: nothing before it to rise from
-    where previous_value is not null
+    where
+        previous_value is not null
+        and {{ counter_hours_recomputed(plan, epoch_hour_floor(counter_rise_epoch('sampled_epoch'))) }}
 
 ),
 
@@ -137,7 +159,8 @@ final as (
         cast(sample_count as bigint) as sample_count,
         cast(reset_count as bigint) as reset_count,
         cast({{ from_epoch_seconds('hour_epoch') }} as date) as usage_date,
-        {{ from_epoch_seconds('hour_epoch') }} as usage_hour_at
+        {{ from_epoch_seconds('hour_epoch') }} as usage_hour_at,
+        {{ telemetry_loaded_through(['base_serving__series']) }} as inputs_loaded_at
     from hourly
 
 )
