@@ -25,6 +25,9 @@ def tiny_run(tmp_path_factory):
         # money, which the session's other builds test (the unit tests run on the generated
         # warehouse; the data tests on every landing zone's build)
         patch.setenv("DBT_EXCLUDE_RESOURCE_TYPES", "unit_test test")
+        # dbt runs two models at once, DuckDB each query on one thread: the two settings differ
+        patch.setenv("GPUCOST_THREADS", "2")
+        patch.setenv("GPUCOST_DUCKDB_THREADS", "1")
         code = main([*arguments, "--out", str(out), "--scratch", str(scratch)])
     with (out / "benchmark.csv").open(newline="") as handle:
         reader = csv.DictReader(handle)
@@ -56,6 +59,9 @@ def test_benchmark_row_measures(tiny_run):
     assert 0 < int(row["dcgm_samples"]) < int(row["dcgm_samples_total"])
     assert int(row["dcgm_samples_total"]) % 4 == 0  # 4 DCGM metrics per GPU-step
     assert int(row["floor_node_hours"]) > 0
+    # the floor reads on the threads dbt's DuckDB connection runs each query on
+    # (GPUCOST_DUCKDB_THREADS), not on the profile's threads (how many models dbt runs at once)
+    assert (row["threads"], row["duckdb_threads"]) == ("2", "1")
     assert 0 < int(row["hourly_rows_full"]) < int(row["hourly_rows_incremental"])
     assert int(row["nproc"]) >= 1 and row["duckdb"] and row["dbt_core"] and row["cpu_model"]
 

@@ -5,7 +5,9 @@ command generates ``--days`` days with :func:`gpucost.synth.generator.generate_m
 last
 day's metrics back, and measures on this machine, in one run:
 
-- ``floor_s``: a fresh in-process DuckDB connection (the threads / memory_limit of ``profiles.yml``)
+- ``floor_s``: a fresh in-process DuckDB connection with the memory_limit of ``profiles.yml`` and
+  the threads of dbt's connection (GPUCOST_DUCKDB_THREADS, else one per core; the profile's
+  ``threads`` are how many models dbt runs at once)
   reads every landed DCGM file (``--resolution hourly``: the hourly files) once with the
   ``read_json`` call of ``macros/landing.sql``, unnests series and samples, and groups the samples
   by cluster, Hostname and hour (count and sum of the values). No warehouse can build the marts
@@ -74,6 +76,7 @@ CSV_COLUMNS = [
     "growth_time_ratio",
     "growth_time_over_data",
     "threads",
+    "duckdb_threads",
     "memory_limit",
     "nproc",
     "mem_total_gb",
@@ -235,7 +238,9 @@ def machine_info() -> dict[str, str]:
 
 
 def profile_settings() -> tuple[int, str]:
-    """The threads and memory_limit that profiles.yml gives dbt (same env vars, same defaults)."""
+    """The threads (models dbt runs at once) and memory_limit that profiles.yml gives dbt (same
+    env vars, same defaults). dbt-duckdb does not pass the threads to DuckDB
+    (GPUCOST_DUCKDB_THREADS does: gpucost.engines.duckdb_plugin)."""
     return int(os.environ.get("GPUCOST_THREADS", "2")), os.environ.get(
         "GPUCOST_MEMORY_LIMIT", "8GB"
     )
@@ -300,11 +305,14 @@ def land_held_back(landing: Path, held: Path) -> None:
         shutil.move(str(folder), str(target))
 
 
-def measure_floor(landing: Path, threads: int, memory_limit: str) -> tuple[float, int, int, int]:
-    """Seconds to scan the landed DCGM samples once and group them by node-hour.
+def measure_floor(landing: Path, memory_limit: str) -> tuple[float, int, int, int, int]:
+    """Seconds to scan the landed DCGM samples once and group them by node-hour, on the threads
+    dbt's connection runs each query on (GPUCOST_DUCKDB_THREADS, else DuckDB's own: one per core).
 
-    Returns (seconds, files, samples, node_hours)."""
+    Returns (seconds, files, samples, node_hours, DuckDB threads)."""
     import duckdb
+
+    from gpucost.engines.duckdb_plugin import duckdb_threads
 
     files = sorted(str(path) for path in landing.glob("metrics/dcgm/**/*.json"))
     if not files:
@@ -312,8 +320,11 @@ def measure_floor(landing: Path, threads: int, memory_limit: str) -> tuple[float
     started = time.perf_counter()
     con = duckdb.connect(":memory:")
     try:
-        con.execute(f"set threads = {int(threads)}")
         con.execute("set memory_limit = ?", [memory_limit])
+        capped = duckdb_threads(os.environ.get("GPUCOST_DUCKDB_THREADS"))
+        if capped is not None:
+            con.execute(f"set threads = {capped}")
+        ((threads,),) = con.execute("select current_setting('threads')").fetchall()
         con.execute("set preserve_insertion_order = true")
         con.execute("set TimeZone = 'UTC'")
         rows = con.execute(FLOOR_SQL, {"files": files}).fetchall()
@@ -321,7 +332,7 @@ def measure_floor(landing: Path, threads: int, memory_limit: str) -> tuple[float
         con.close()
     seconds = time.perf_counter() - started
     node_hours, samples, _ = rows[0]
-    return seconds, len(files), int(samples or 0), int(node_hours or 0)
+    return seconds, len(files), int(samples or 0), int(node_hours or 0), int(threads)
 
 
 def _process_tree(root: int) -> list[int]:
@@ -651,10 +662,11 @@ def benchmark_tier(
     landing_mb, heldback_mb = _tree_size_mb(landing), _tree_size_mb(held)
     _say(f"{tag}: landing {landing_mb:.0f} MB (+{heldback_mb:.0f} MB held back: the last day)")
 
-    floor_s, dcgm_files, samples, node_hours = measure_floor(landing, threads, memory_limit)
+    floor_s, dcgm_files, samples, node_hours, duckdb_threads = measure_floor(landing, memory_limit)
     _say(
-        f"{tag}: floor {floor_s:.1f}s (DuckDB, {threads} threads, {memory_limit}: "
-        f"{dcgm_files} files, {samples:,} samples -> {node_hours:,} node-hours)"
+        f"{tag}: floor {floor_s:.1f}s (DuckDB, {duckdb_threads} threads, {memory_limit}; dbt runs"
+        f" {threads} model(s) at once: {dcgm_files} files, {samples:,} samples -> {node_hours:,}"
+        " node-hours)"
     )
 
     warehouse = work / "warehouse.duckdb"
@@ -704,6 +716,7 @@ def benchmark_tier(
         "hourly_rows_full": rows_full,
         "hourly_rows_incremental": rows_incr,
         "threads": threads,
+        "duckdb_threads": duckdb_threads,
         "memory_limit": memory_limit,
         "measured_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         **machine,
