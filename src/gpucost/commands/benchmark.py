@@ -388,6 +388,15 @@ def _run_measured(command: list[str], env: dict[str, str], cwd: Path, log: Path)
     return process.returncode, seconds, peak_kb / 1024
 
 
+def build_failure(code: int, work: Path, log: str, since: float) -> str:
+    """The one line a failed benchmark build raises: the exit code, the log, and the advice when
+    DuckDB ran out of memory (gpucost.commands.project.out_of_memory_hint)."""
+    from gpucost.commands.project import out_of_memory_hint
+
+    hint = out_of_memory_hint(work / "target" / "run_results.json", since)
+    return f"dbt build failed (exit {code}); see {work / log}" + (f". {hint}" if hint else "")
+
+
 def run_dbt_build(project_dir: Path, landing: Path, warehouse: Path, work: Path, log: Path):
     from gpucost.commands.project import dbt_env, dbt_executable
 
@@ -671,11 +680,12 @@ def benchmark_tier(
 
     warehouse = work / "warehouse.duckdb"
     _say(f"{tag}: full dbt build (log {work / 'full_build.log'})")
+    started_build = time.time()
     code, full_s, full_rss = run_dbt_build(
         project_dir, landing, warehouse, work, work / "full_build.log"
     )
     if code:
-        raise RuntimeError(f"dbt build failed (exit {code}); see {work / 'full_build.log'}")
+        raise RuntimeError(build_failure(code, work, "full_build.log", started_build))
     rows_full = hourly_rows(warehouse)
     _say(
         f"{tag}: full build {full_s:.1f}s, peak RSS {full_rss:.0f} MB "
@@ -684,11 +694,12 @@ def benchmark_tier(
 
     land_held_back(landing, held)
     _say(f"{tag}: landed the held-back day; incremental dbt build")
+    started_build = time.time()
     code, incr_s, incr_rss = run_dbt_build(
         project_dir, landing, warehouse, work, work / "incremental_build.log"
     )
     if code:
-        raise RuntimeError(f"dbt build failed (exit {code}); see {work / 'incremental_build.log'}")
+        raise RuntimeError(build_failure(code, work, "incremental_build.log", started_build))
     rows_incr = hourly_rows(warehouse)
     _say(
         f"{tag}: incremental build {incr_s:.1f}s, peak RSS {incr_rss:.0f} MB "

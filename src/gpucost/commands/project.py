@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 DEFAULT_LANDING = "landing"
@@ -75,7 +76,52 @@ def run_dbt(project_dir: Path, landing: Path, warehouse: Path, dbt_args: list[st
     command = [dbt_executable(), *(dbt_args or ["build"]), "--project-dir", str(project_dir)]
     command += ["--profiles-dir", str(project_dir)]
     print("$ " + " ".join(command), flush=True)
-    return subprocess.call(command, cwd=project_dir, env=dbt_env(landing, warehouse))
+    started = time.time()
+    code = subprocess.call(command, cwd=project_dir, env=dbt_env(landing, warehouse))
+    hint = out_of_memory_hint(run_results_path(project_dir, dbt_args), started) if code else None
+    if hint:
+        print(f"gpucost: {hint}", file=sys.stderr)
+    return code
+
+
+def run_results_path(project_dir: Path, dbt_args: list[str]) -> Path:
+    """Where a dbt run with these arguments writes run_results.json: --target-path, else
+    DBT_TARGET_PATH, else the project's target/ (dbt_project.yml)."""
+    target = os.environ.get("DBT_TARGET_PATH") or "target"
+    for i, arg in enumerate(dbt_args):
+        if arg == "--target-path" and i + 1 < len(dbt_args):
+            target = dbt_args[i + 1]
+        elif arg.startswith("--target-path="):
+            target = arg.split("=", 1)[1]
+    return (project_dir / target / "run_results.json").resolve()
+
+
+def out_of_memory_hint(run_results: Path, since: float) -> str | None:
+    """One line of advice when the dbt run that wrote ``run_results`` (at or after ``since``, a
+    ``time.time()``) failed because DuckDB ran out of memory: the models, the settings in force and
+    the ones that bound it (docs/usage.md). None for any other failure, or no readable results."""
+    try:
+        if run_results.stat().st_mtime < since:
+            return None
+        results = json.loads(run_results.read_text(encoding="utf-8"))["results"]
+        models = sorted(
+            str(result["unique_id"]).rsplit(".", 1)[-1]
+            for result in results
+            if result.get("status") == "error"
+            and "Out of Memory Error" in str(result.get("message") or "")
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not models:
+        return None
+    threads = os.environ.get("GPUCOST_THREADS", "2")
+    limit = os.environ.get("GPUCOST_MEMORY_LIMIT", "8GB")
+    return (
+        f"DuckDB ran out of memory in {', '.join(models)} (GPUCOST_MEMORY_LIMIT {limit},"
+        f" GPUCOST_THREADS {threads} models at once). A telemetry reader holds whole landed files:"
+        " run one model at a time (GPUCOST_THREADS=1), or raise GPUCOST_MEMORY_LIMIT if the machine"
+        " has the memory; see docs/usage.md"
+    )
 
 
 RETRAIN_VAR = "gpucost_attribution_retrain"
