@@ -45,11 +45,14 @@ def current_version(warehouse: Path) -> tuple:
 
 
 def fingerprints(
-    warehouse: Path, schema: str = "marts", landing: Path | None = None
+    warehouse: Path,
+    schema: str = "marts",
+    landing: Path | None = None,
+    only: tuple[str, ...] | None = None,
 ) -> dict[str, str]:
-    """Each table's fingerprint; with ``landing``, the landed files' paths count relative to it (the
-    bill lines keep the file and delivery folder they were read from: two copies of one landing
-    zone hold the same lines under other paths)."""
+    """Each table's fingerprint (``only`` these, if given); with ``landing``, the landed files' paths
+    count relative to it (the bill lines keep the file and delivery folder they were read from: two
+    copies of one landing zone hold the same lines under other paths)."""
     row = "cast(t as varchar)"
     if landing is not None:
         prefix = f"{landing}/".replace("'", "''")
@@ -61,7 +64,7 @@ def fingerprints(
                 "select table_name from information_schema.tables"
                 f" where table_schema = '{schema}' and table_type = 'BASE TABLE' order by 1"
             ).fetchall()
-            if name != VERSIONS
+            if name != VERSIONS and (only is None or name in only)
         ]
         return {
             table: con.sql(
@@ -72,8 +75,9 @@ def fingerprints(
         }
 
 
-# When a row's inputs were loaded (int_telemetry_sample_intervals, int_gpu_usage_hourly): bookkeeping,
-# which an incremental and a fresh build of the same files cannot share.
+# When a row's inputs were loaded (the telemetry tables computed by time: int_telemetry_sample_intervals,
+# int_gpu_usage_hourly, stg_dcgm__gpu_samples, stg_serving__counter_increases): bookkeeping, which an
+# incremental and a fresh build of the same files cannot share.
 BOOKKEEPING = "inputs_loaded_at"
 
 
@@ -226,6 +230,11 @@ def test_an_incremental_run_with_late_telemetry_equals_a_full_refresh(
         assert fingerprints(
             late_telemetry.warehouse, schema, late_telemetry.landing
         ) == fingerprints(generated_warehouse.path, schema, generated_warehouse.landing)
+    # and the staging tables computed by time (the landed files themselves are not, by their paths)
+    by_time = ("stg_dcgm__gpu_samples", "stg_serving__counter_increases")
+    incremental = fingerprints(late_telemetry.warehouse, "staging", only=by_time)
+    assert set(incremental) == set(by_time)
+    assert incremental == fingerprints(generated_warehouse.path, "staging", only=by_time)
 
 
 KEPT = re.compile(r"^(int_\w+): ([\d,]+) of ([\d,]+) lines kept, ([\d,]+) computed", re.M)
