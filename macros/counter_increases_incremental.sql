@@ -27,20 +27,34 @@
     {{ sampled_epoch if is_hourly_landing() else '(' ~ sampled_epoch ~ ' - 1)' }}
 {%- endmacro %}
 
-{#- What a run of stg_serving__counter_increases recomputes (telemetry_time_plan): every series' hours from the hour
-    of the first rise the counter files loaded since bring. -#}
+{#- What a run of stg_serving__counter_increases recomputes: {full: true} (everything), or {full: false, from_hour:
+    the first hour recomputed (epoch seconds), or none when no counter sample was loaded since}. -#}
 {% macro counter_increases_plan() -%}
-    {{ return(telemetry_time_plan('base_serving__series', epoch_hour_floor(counter_rise_epoch(
-        'min(first_sampled_epoch) filter (where ' ~ is_serving_counter_series() ~ ')'
-    )))) }}
+    {%- set plan = {'full': true, 'from_hour': none} -%}
+    {%- set serving = ref('base_serving__series') -%}
+    {%- if not (is_incremental() and execute) -%}{{ return(plan) }}{%- endif -%}
+    {%- set watermark = telemetry_watermark(this) -%}
+    {%- if watermark is none -%}{{ return(plan) }}{%- endif -%}
+    {%- set changes = run_query(
+        "select count(*) filter (where source_file_size is null), "
+        ~ epoch_hour_floor(counter_rise_epoch('min(first_sampled_epoch) filter (where '
+            ~ is_serving_counter_series() ~ ')'))
+        ~ " from " ~ serving ~ " where loaded_at > cast('" ~ watermark ~ "' as timestamp)"
+    ) -%}
+    {%- if changes.columns[0].values()[0] > 0 -%}{{ return(plan) }}{%- endif -%}
+    {%- do plan.update({'full': false, 'from_hour': changes.columns[1].values()[0]}) -%}
+    {{ return(plan) }}
 {%- endmacro %}
 
-{#- The hours a plan recomputes (epochs_recomputed; `hour` in epoch seconds, or else a timestamp). -#}
+{#- The hours a plan recomputes (a condition on an hour's start, `hour` in epoch seconds or else a timestamp): every
+    one, those from its from_hour on, or none. -#}
 {% macro counter_hours_recomputed(plan, hour, epoch=true) -%}
-    {%- if epoch or plan.full or plan.from is none -%}
-    {{ epochs_recomputed(plan, hour) }}
+    {%- if plan.full -%}
+    true
+    {%- elif plan.from_hour is not none -%}
+    {{ hour }} >= {{ plan.from_hour if epoch else from_epoch_seconds(plan.from_hour) }}
     {%- else -%}
-    {{ hour }} >= {{ from_epoch_seconds(plan.from) }}
+    false
     {%- endif -%}
 {%- endmacro %}
 

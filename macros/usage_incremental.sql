@@ -28,38 +28,6 @@
     {{ return(run_query("select cast(max(inputs_loaded_at) as string) from " ~ relation).columns[0].values()[0]) }}
 {%- endmacro %}
 
-{#- What an incremental telemetry model read by time recomputes: {full: true}, everything (a first build, a table
-    without inputs_loaded_at, or a landed file removed since: a tombstone row of `model`); or {full: false, from: the
-    first epoch to recompute, `first` (an aggregate SQL expression) over the rows of `model` loaded after the table's
-    newest inputs_loaded_at (telemetry_watermark), none when they bring nothing}. Found before the model runs (the
-    same plan for its pre-hook). -#}
-{% macro telemetry_time_plan(model, first) -%}
-    {%- set plan = {'full': true, 'from': none} -%}
-    {%- set relation = ref(model) -%}
-    {%- if not (is_incremental() and execute) -%}{{ return(plan) }}{%- endif -%}
-    {%- set watermark = telemetry_watermark(this) -%}
-    {%- if watermark is none -%}{{ return(plan) }}{%- endif -%}
-    {%- set changes = run_query(
-        "select count(*) filter (where source_file_size is null), " ~ first
-        ~ " from " ~ relation ~ " where loaded_at > cast('" ~ watermark ~ "' as timestamp)"
-    ) -%}
-    {%- if changes.columns[0].values()[0] > 0 -%}{{ return(plan) }}{%- endif -%}
-    {%- do plan.update({'full': false, 'from': changes.columns[1].values()[0]}) -%}
-    {{ return(plan) }}
-{%- endmacro %}
-
-{#- The epochs a telemetry_time_plan recomputes, as a condition on an epoch-seconds expression: every one, those from
-    its `from` on, or none. -#}
-{% macro epochs_recomputed(plan, epoch) -%}
-    {%- if plan.full -%}
-    true
-    {%- elif plan.from is not none -%}
-    {{ epoch }} >= {{ plan.from }}
-    {%- else -%}
-    false
-    {%- endif -%}
-{%- endmacro %}
-
 {#- int_gpu_usage_hourly's incremental cutoff (epoch seconds of an hour): the earliest of the latest hour
     built minus var gpucost_lookback_hours, the first sample of any telemetry file loaded or removed since the
     table's rows were computed (telemetry_watermark; in this invocation or an earlier one) minus
@@ -123,20 +91,5 @@
         delete from {{ this }} where hour_start_epoch >= {{ usage_hourly_cutoff() }}
     {%- else -%}
         select 1
-    {%- endif -%}
-{%- endmacro %}
-
-{#- What a run of stg_dcgm__gpu_samples recomputes (telemetry_time_plan): every sample time from the first sample of
-    the DCGM files loaded since. -#}
-{% macro dcgm_samples_plan() -%}
-    {{ return(telemetry_time_plan('base_dcgm__series', 'min(first_sampled_epoch) filter (where sample_count > 0)')) }}
-{%- endmacro %}
-
-{#- pre-hook of stg_dcgm__gpu_samples: an incremental run first deletes the sample times it recomputes. -#}
-{% macro delete_dcgm_samples_to_recompute() -%}
-    {%- if is_incremental() -%}
-    delete from {{ this }} where {{ epochs_recomputed(dcgm_samples_plan(), 'sampled_epoch') }}
-    {%- else -%}
-    select 1
     {%- endif -%}
 {%- endmacro %}

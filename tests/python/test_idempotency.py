@@ -76,8 +76,8 @@ def fingerprints(
 
 
 # When a row's inputs were loaded (the telemetry tables computed by time: int_telemetry_sample_intervals,
-# int_gpu_usage_hourly, stg_dcgm__gpu_samples, stg_serving__counter_increases): bookkeeping, which an
-# incremental and a fresh build of the same files cannot share.
+# int_gpu_usage_hourly, stg_serving__counter_increases): bookkeeping, which an incremental and a fresh
+# build of the same files cannot share.
 BOOKKEEPING = "inputs_loaded_at"
 
 
@@ -230,8 +230,8 @@ def test_an_incremental_run_with_late_telemetry_equals_a_full_refresh(
         assert fingerprints(
             late_telemetry.warehouse, schema, late_telemetry.landing
         ) == fingerprints(generated_warehouse.path, schema, generated_warehouse.landing)
-    # and the staging tables computed by time (the landed files themselves are not, by their paths)
-    by_time = ("stg_dcgm__gpu_samples", "stg_serving__counter_increases")
+    # and the staging table computed by time (the landed files themselves are not, by their paths)
+    by_time = ("stg_serving__counter_increases",)
     incremental = fingerprints(late_telemetry.warehouse, "staging", only=by_time)
     assert set(incremental) == set(by_time)
     assert incremental == fingerprints(generated_warehouse.path, "staging", only=by_time)

@@ -2,27 +2,12 @@
 -- hourly aggregates, one row per GPU, pod and hour with the fields' hourly means and covered_seconds.
 -- The series are grouped by their labels first (a few rows per GPU and file), so the per-sample pivot
 -- groups by a number and a time instead of twelve label columns.
--- A table, incremental by time (macros/usage_incremental.sql: telemetry_time_plan): a run recomputes every sample
--- time from the first sample of the DCGM files base_dcgm__series loaded since (the fields of one time come from
--- several files, one per metric), reading only the series rows that reach it; everything when a landed file was
--- removed. Its readers (the intervals, the hourly usage, the key test) filter it by time: a table lets them skip
--- what a view would unnest first (every landed sample). `dbt build --full-refresh` recomputes everything.
-{#- spark target: a table rebuilt each run (delete is DuckDB's here). -#}
-{{ config(
-    materialized='incremental' if target.type != 'spark' else 'table',
-    incremental_strategy='append',
-    on_schema_change='append_new_columns',
-    pre_hook="{{ delete_dcgm_samples_to_recompute() }}",
-) }}
-
-{%- set plan = dcgm_samples_plan() %}
-
 with
 
 source as (
 
     select * from {{ ref('base_dcgm__series') }}
-    where sample_count > 0 and {{ epochs_recomputed(plan, 'last_sampled_epoch') }}
+    where sample_count > 0
 
 ),
 
@@ -78,20 +63,13 @@ series_groups as (
 
 ),
 
-unnested as (
+samples as (
 
     select
         series_group_id,
         metric_name,
         {{ unnest_zip([('sampled_epochs', 'sampled_epoch'), ('sample_values', 'sample_value')]) }}
     from series
-
-),
-
-samples as (
-
-    select * from unnested
-    where {{ epochs_recomputed(plan, 'sampled_epoch') }}
 
 ),
 
@@ -143,8 +121,7 @@ final as (
         pivoted.fb_used_mib,
         pivoted.power_usage_watts,
         pivoted.covered_seconds,
-        pivoted.sampled_epoch,
-        {{ telemetry_loaded_through(['base_dcgm__series']) }} as inputs_loaded_at
+        pivoted.sampled_epoch
     from pivoted
     inner join series_groups on pivoted.series_group_id = series_groups.series_group_id
 

@@ -34,7 +34,7 @@ read_series as (
 
     select * from series
     where {{ counter_hours_recomputed(plan, 'last_sampled_epoch') }}
-    {%- if plan.from is not none %}
+    {%- if plan.from_hour is not none %}
     union all
     select * from series
     where not ({{ counter_hours_recomputed(plan, 'last_sampled_epoch') }})
