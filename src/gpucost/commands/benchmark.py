@@ -17,7 +17,8 @@ day's metrics back, and measures on this machine, in one run:
   (the telemetry staging tables read only the new files, ``int_gpu_usage_hourly`` recomputes its
   lookback window; the rest of the project rebuilds).
 - ``full_peak_rss_mb`` / ``incremental_peak_rss_mb``: the peak resident memory of the dbt process
-  tree, sampled from ``/proc/<pid>/status`` every 0.2 s (see :func:`_run_measured`).
+  tree, sampled from ``/proc/<pid>/status`` every 0.2 s
+  (:func:`gpucost.commands.benchmark_measure.run_measured`).
 
 With ``--landing DIR`` a landing zone written before (``gpucost generate``) is measured instead of
 a generated one: copied into the scratch folder, never changed (:func:`landing_shape` reads its
@@ -32,20 +33,17 @@ never fails on a slow result, only on a failed generation or build.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import os
-import platform
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
-from importlib import metadata
 from pathlib import Path
 
+from gpucost.commands.benchmark_measure import machine_info, run_measured
 from gpucost.synth.hourly import DCGM_SECONDS_METRIC, RESOLUTIONS
 
 # One CSV row per tier x step. Machine columns repeat on every row so a row stands on its own.
@@ -198,45 +196,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=cmd_benchmark)
 
 
-# --------------------------------------------------------------------------------------------
-# Machine description
-
-
-def machine_info() -> dict[str, str]:
-    cpu_model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem_total_gb = ""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_total_gb = f"{int(line.split()[1]) / 1024 / 1024:.1f}"
-                break
-    except OSError:
-        pass
-
-    def version(name: str) -> str:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return ""
-
-    return {
-        "nproc": str(os.cpu_count() or ""),
-        "mem_total_gb": mem_total_gb,
-        "cpu_model": cpu_model,
-        "python": platform.python_version(),
-        "duckdb": version("duckdb"),
-        "dbt_core": version("dbt-core"),
-        "dbt_duckdb": version("dbt-duckdb"),
-    }
-
-
 def profile_settings() -> tuple[int, str]:
     """The threads (models dbt runs at once) and memory_limit that profiles.yml gives dbt (same
     env vars, same defaults). dbt-duckdb does not pass the threads to DuckDB
@@ -335,59 +294,6 @@ def measure_floor(landing: Path, memory_limit: str) -> tuple[float, int, int, in
     return seconds, len(files), int(samples or 0), int(node_hours or 0), int(threads)
 
 
-def _process_tree(root: int) -> list[int]:
-    """``root`` and its descendants, from /proc/<pid>/task/<tid>/children (or a /proc scan)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    tree, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo.extend(children.get(pid, []))
-    return tree
-
-
-def _status_kb(pid: int, field: str) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
-def _run_measured(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> tuple:
-    """Run ``command``, its output to ``log``; returns (exit code, wall seconds, peak RSS in MB).
-
-    Peak RSS: every 0.2 s the VmRSS of the process and all its descendants are summed (the tree's
-    resident memory at that instant) and the maximum is kept; the dbt process's own VmHWM (the
-    kernel's high-water mark, exact even between polls) is read on every poll too, and the larger
-    of the two is reported. ``getrusage(RUSAGE_CHILDREN).ru_maxrss`` is not used: it is the maximum
-    over every child this Python process has ever waited for, so the second build would report the
-    first build's peak whenever that was higher."""
-    peak_kb = 0
-    started = time.perf_counter()
-    with log.open("w") as out:
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
-        while process.poll() is None:
-            tree = _process_tree(process.pid)
-            tree_kb = sum(_status_kb(pid, "VmRSS") for pid in tree)
-            peak_kb = max(peak_kb, tree_kb, _status_kb(process.pid, "VmHWM"))
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=0.2)
-    seconds = time.perf_counter() - started
-    return process.returncode, seconds, peak_kb / 1024
-
-
 def build_failure(code: int, work: Path, log: str, since: float) -> str:
     """The one line a failed benchmark build raises: the exit code, the log, and the advice when
     DuckDB ran out of memory (gpucost.commands.project.out_of_memory_hint)."""
@@ -404,7 +310,7 @@ def run_dbt_build(project_dir: Path, landing: Path, warehouse: Path, work: Path,
     command = [dbt_executable(), "build", "--project-dir", str(project_dir)]
     command += ["--profiles-dir", str(project_dir)]
     command += ["--target-path", str(work / "target"), "--log-path", str(work / "logs")]
-    return _run_measured(command, env, project_dir, log)
+    return run_measured(command, env, project_dir, log)
 
 
 def hourly_rows(warehouse: Path) -> int:
