@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 
-from gpucost.commands.benchmark import profile_settings
+from gpucost.commands.project import profile_settings
 
 
 def measure(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> str:

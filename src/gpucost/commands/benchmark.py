@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import re
 import shutil
 import sys
@@ -44,6 +43,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from gpucost.commands.benchmark_measure import machine_info, run_measured
+from gpucost.commands.project import profile_settings
 from gpucost.synth.hourly import DCGM_SECONDS_METRIC, RESOLUTIONS
 
 # One CSV row per tier x step. Machine columns repeat on every row so a row stands on its own.
@@ -196,15 +196,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=cmd_benchmark)
 
 
-def profile_settings() -> tuple[int, str]:
-    """The threads (models dbt runs at once) and memory_limit that profiles.yml gives dbt (same
-    env vars, same defaults). dbt-duckdb does not pass the threads to DuckDB
-    (GPUCOST_DUCKDB_THREADS does: gpucost.engines.duckdb_plugin)."""
-    return int(os.environ.get("GPUCOST_THREADS", "2")), os.environ.get(
-        "GPUCOST_MEMORY_LIMIT", "8GB"
-    )
-
-
 # --------------------------------------------------------------------------------------------
 # Measures
 
@@ -271,7 +262,7 @@ def measure_floor(landing: Path, memory_limit: str) -> tuple[float, int, int, in
     Returns (seconds, files, samples, node_hours, DuckDB threads)."""
     import duckdb
 
-    from gpucost.engines.duckdb_plugin import duckdb_threads
+    from gpucost.engines.duckdb_plugin import cap_threads
 
     files = sorted(str(path) for path in landing.glob("metrics/dcgm/**/*.json"))
     if not files:
@@ -280,9 +271,7 @@ def measure_floor(landing: Path, memory_limit: str) -> tuple[float, int, int, in
     con = duckdb.connect(":memory:")
     try:
         con.execute("set memory_limit = ?", [memory_limit])
-        capped = duckdb_threads(os.environ.get("GPUCOST_DUCKDB_THREADS"))
-        if capped is not None:
-            con.execute(f"set threads = {capped}")
+        cap_threads(con)
         ((threads,),) = con.execute("select current_setting('threads')").fetchall()
         con.execute("set preserve_insertion_order = true")
         con.execute("set TimeZone = 'UTC'")

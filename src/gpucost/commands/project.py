@@ -84,6 +84,15 @@ def run_dbt(project_dir: Path, landing: Path, warehouse: Path, dbt_args: list[st
     return code
 
 
+def profile_settings() -> tuple[int, str]:
+    """The threads (models dbt runs at once) and memory_limit that profiles.yml gives dbt (same
+    env vars, same defaults). dbt-duckdb does not pass the threads to DuckDB
+    (GPUCOST_DUCKDB_THREADS does: gpucost.engines.duckdb_plugin)."""
+    return int(os.environ.get("GPUCOST_THREADS", "2")), os.environ.get(
+        "GPUCOST_MEMORY_LIMIT", "8GB"
+    )
+
+
 def run_results_path(project_dir: Path, dbt_args: list[str]) -> Path:
     """Where a dbt run with these arguments writes run_results.json: --target-path, else
     DBT_TARGET_PATH, else the project's target/ (dbt_project.yml)."""
@@ -114,8 +123,7 @@ def out_of_memory_hint(run_results: Path, since: float) -> str | None:
         return None
     if not models:
         return None
-    threads = os.environ.get("GPUCOST_THREADS", "2")
-    limit = os.environ.get("GPUCOST_MEMORY_LIMIT", "8GB")
+    threads, limit = profile_settings()
     return (
         f"DuckDB ran out of memory in {', '.join(models)} (GPUCOST_MEMORY_LIMIT {limit},"
         f" GPUCOST_THREADS {threads} models at once). A telemetry reader holds whole landed files:"

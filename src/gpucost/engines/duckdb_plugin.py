@@ -41,11 +41,16 @@ def duckdb_threads(value: str | None) -> int | None:
     return int(value)
 
 
+def cap_threads(conn: DuckDBPyConnection) -> None:
+    """Run the connection's queries on GPUCOST_DUCKDB_THREADS threads, when it is set."""
+    threads = duckdb_threads(os.environ.get("GPUCOST_DUCKDB_THREADS"))
+    if threads is not None:
+        conn.execute(f"set threads = {threads}")
+
+
 class Plugin(BasePlugin):
     def configure_connection(self, conn: DuckDBPyConnection) -> None:
-        threads = duckdb_threads(os.environ.get("GPUCOST_DUCKDB_THREADS"))
-        if threads is not None:
-            conn.execute(f"set threads = {threads}")
+        cap_threads(conn)
         conn.create_function(
             "gpucost_prometheus_text",
             prometheus_text_response,
