@@ -4,8 +4,8 @@ row for row (`except all` both ways). For a rewrite that must not change a table
 
     python scripts/compare_sql.py --warehouse W old.sql new.sql [--repeat 3]
 
-The SQL files are dbt's compiled models (target/compiled/...); threads and memory_limit are
-profiles.yml's defaults (GPUCOST_THREADS, GPUCOST_MEMORY_LIMIT)."""
+The SQL files are dbt's compiled models (target/compiled/...); they run as dbt's connections run
+them: profiles.yml's memory_limit (GPUCOST_MEMORY_LIMIT) and GPUCOST_DUCKDB_THREADS when set."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 
 from gpucost.commands.project import profile_settings
+from gpucost.engines.duckdb_plugin import cap_threads
 
 
 def measure(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> str:
@@ -43,8 +44,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     con = duckdb.connect(args.warehouse)
-    threads, memory_limit = profile_settings()
-    con.execute(f"set threads = {threads}")
+    # as dbt's connections: the profile's memory_limit, GPUCOST_DUCKDB_THREADS if set (the
+    # profile's threads are how many models dbt runs at once, not DuckDB's)
+    _, memory_limit = profile_settings()
+    cap_threads(con)
     con.execute("set memory_limit = ?", [memory_limit])
     for _ in range(args.repeat):
         for name, path in (("old", args.old), ("new", args.new)):
