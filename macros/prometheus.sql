@@ -41,6 +41,14 @@
     DuckDB's hash of the label columns, without the sort a dense_rank needs. The data test
     assert_dcgm_series_groups_hash_apart fails the build should two groups ever share one. Spark: a dense_rank
     (its hashes skip null columns, so two groups could share one more easily). -#}
+{#- The labels that make a group of DCGM series (stg_dcgm__gpu_samples' pivot key, series_group_id). -#}
+{% macro dcgm_series_group_labels() -%}
+    {{ return([
+        'cluster_id', 'node_name', 'gpu_uuid', 'gpu_index', 'gpu_model', 'namespace', 'pod', 'container', 'pod_uid',
+        'gpu_instance_id', 'gpu_instance_profile', 'hpc_job',
+    ]) }}
+{%- endmacro %}
+
 {% macro series_group_id(columns) -%}
     {{ return(adapter.dispatch('series_group_id', 'gpucost')(columns)) }}
 {%- endmacro %}

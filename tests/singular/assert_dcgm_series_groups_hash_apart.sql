@@ -1,10 +1,7 @@
 -- Two groups of DCGM series with different labels never share a series_group_id, stg_dcgm__gpu_samples' pivot key
 -- (macro series_group_id: a hash, so a clash is possible in principle, and would merge the two groups' samples).
 -- One row per number two label sets share.
-{%- set labels = [
-    'cluster_id', 'node_name', 'gpu_uuid', 'gpu_index', 'gpu_model', 'namespace', 'pod', 'container', 'pod_uid',
-    'gpu_instance_id', 'gpu_instance_profile', 'hpc_job',
-] %}
+{%- set labels = dcgm_series_group_labels() %}
 with
 
 label_sets as (

@@ -32,10 +32,7 @@ series as (
         -- the series group: a hash of its labels, not a dense_rank (which sorted every series row by twelve text
         -- columns, in every read of this view: 6.1 s of 396,116 rows at 128 nodes x 30 days). Two groups sharing a
         -- hash would merge their samples: assert_dcgm_series_groups_hash_apart fails the build if that ever happens
-        {{ series_group_id([
-            'cluster_id', 'node_name', 'gpu_uuid', 'gpu_index', 'gpu_model', 'namespace', 'pod', 'container', 'pod_uid',
-            'gpu_instance_id', 'gpu_instance_profile', 'hpc_job',
-        ]) }} as series_group_id,
+        {{ series_group_id(dcgm_series_group_labels()) }} as series_group_id,
         -- a number for the GPU slot (GPU, or MIG instance of it) on its node, the same in every build
         {{ gpu_slot_id('cluster_id', 'node_name', 'gpu_uuid', 'gpu_instance_id') }} as gpu_slot_id
     from source

@@ -104,9 +104,7 @@ rises as (
         {{ epoch_hour_floor(counter_rise_epoch('sampled_epoch')) }} as hour_epoch
     from previous
     -- a series' first sample: nothing before it to rise from
-    where
-        previous_value is not null
-        and {{ counter_hours_recomputed(plan, epoch_hour_floor(counter_rise_epoch('sampled_epoch'))) }}
+    where previous_value is not null
 
 ),
 
@@ -127,6 +125,7 @@ hourly as (
         count(*) as sample_count,
         sum(case when is_reset then 1 else 0 end) as reset_count
     from rises
+    where {{ counter_hours_recomputed(plan, 'hour_epoch') }}
     group by 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 
 ),
