@@ -7,6 +7,12 @@
     not yet. -#}
 {% macro team_only_project() -%}__unattributed__{%- endmacro %}
 
+{#- The attribution methods that place a workload from a model version's scores and measured gates, on a project
+    and on a team alone; the rows they place carry attribution_model_version. -#}
+{% macro learned_project_methods() -%}'model', 'cold_start', 'declared_name'{%- endmacro %}
+
+{% macro learned_team_methods() -%}'model_team', 'cold_start_team'{%- endmacro %}
+
 {#- Scope keys of idle GPU cost, narrow to wide (var gpucost_idle_scope): node_hour spreads within the
     node line and falls back to its cluster-day; cluster_day spreads within the cluster-day only. -#}
 {% macro idle_scope_key(lines, level) -%}

@@ -15,6 +15,7 @@ from decimal import Decimal
 import narwhals as nw
 import pyarrow as pa
 
+from gpucost.core.attribution.cold_start import LEVELS
 from gpucost.core.attribution.quality import (
     cold_start_rows,
     evaluate,
@@ -101,7 +102,7 @@ def model(dbt, session):
         {
             level: (r[f"declared_{level}_precision"], r[f"declared_{level}_matched"])
             for r in first
-            for level in ("project", "team")
+            for level in LEVELS
         },
         ((r["declared_match"], _cost(r)) for r in targets if r["declared_match"] is not None),
     )

@@ -268,7 +268,7 @@ def test_a_rebuild_scores_nothing_until_retrain_is_asked_then_names_the_new_vers
         " from marts.fct_cost_allocation where workload_id is not null group by 1 order by 1",
         warehouse=path,
     )
-    learned = {"model", "model_team", "cold_start", "cold_start_team"}
+    learned = {"model", "model_team", "cold_start", "cold_start_team", "declared_name"}
     assert any(m in learned for m, _ in methods)
     for method, named in methods:
         assert named == ([newest] if method in learned else [None]), method

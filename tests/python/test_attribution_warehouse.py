@@ -140,7 +140,7 @@ def test_quality_is_measured_on_a_time_based_holdout(generated_warehouse):
     assert untagged["team"] >= untagged["all"] + untagged["team_label"]
     # the team level, the people withheld whole, one row per support class, the cold-start path
     assert groups["team_holdout"] == 1 and groups["person_holdout"] == 1
-    assert groups["support_class"] == 3 and groups["cold_start"] == 2
+    assert groups["support_class"] == 3 and groups["cold_start"] == 3
     ((holdout_n, bins_n, ece),) = generated_warehouse.sql(
         "select workload_count, (select sum(workload_count) from marts.rpt_attribution_quality"
         " where metric_group = 'reliability'), expected_calibration_error"
@@ -403,8 +403,10 @@ def _assert_threshold_derived(warehouse: Path, target: float, printed: float) ->
         (reported,) = quality.fetchall()
     ((threshold,),) = thresholds
     assert threshold == printed == float(reported[0])
-    # the threshold is derived from the model's own predictions; the cold-start path (projects
-    # and teams nobody tags, placed from the org mapping's names) comes after it
+    # the threshold is derived from the model's own predictions of the work the own-name path
+    # (declared_name) leaves it; the cold-start path (projects and teams nobody tags, placed from
+    # the org mapping's names) comes after it, and this month has none
+    assert not [r for r in rows if r["declared_match"] in ("project", "team")]
     model_rows = [r for r in rows if r["declared_match"] is None]
     expected = threshold_for_accuracy(
         [r["attribution_confidence"] for r in model_rows],
@@ -416,8 +418,8 @@ def _assert_threshold_derived(warehouse: Path, target: float, printed: float) ->
         owned = r["attribution_method"] == "model"
         assert owned == (r["attribution_confidence"] >= threshold), r
     for r in rows:
-        if r["declared_match"] == "project":
-            assert r["attribution_method"] == "cold_start"
+        if r["declared_match"] == "name":
+            assert r["attribution_method"] == "declared_name"
 
 
 def test_cost_below_the_threshold_goes_to_the_suspense_owner(generated_warehouse):

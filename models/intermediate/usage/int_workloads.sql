@@ -11,6 +11,8 @@
 -- Cold start: where neither level placed it, a workload whose own names single out one project (or team) of the
 -- org mapping goes to it when that path's precision measured on the labelled workloads reaches the target
 -- (declared_match in int_workload_attribution_scores): method cold_start (project) or cold_start_team.
+-- Before the model: a workload whose own name (pod, owner) singles out one project of the org mapping goes to it when
+-- that path's precision on the labelled workloads reaches the target (declared_match name): method declared_name.
 -- attribution_confidence: 1 for declared owners, the model's probability for model owners (the team's for
 -- model_team), 0 otherwise.
 {%- set suspense_team = var('gpucost_attribution_suspense_team_id') %}
@@ -47,7 +49,7 @@ decided as (
         predictions.attribution_model_version,
         not declared.is_attributed
         and (
-            coalesce(predictions.declared_match = 'project', false)
+            coalesce(predictions.declared_match in ('project', 'name'), false)
             or (
                 coalesce(predictions.declared_match, '') != 'team'
                 and coalesce(predictions.attribution_confidence >= predictions.auto_threshold, false)
@@ -55,7 +57,7 @@ decided as (
         ) as is_model_owner,
         not declared.is_attributed
         and declared.team_id = '{{ unallocated_owner() }}'
-        and coalesce(predictions.declared_match, '') != 'project'
+        and coalesce(predictions.declared_match, '') not in ('project', 'name')
         and (
             coalesce(predictions.declared_match = 'team', false)
             or not coalesce(predictions.attribution_confidence >= predictions.auto_threshold, false)
@@ -101,6 +103,7 @@ owned as (
         decided.image_repository,
         case
             when decided.is_model_owner and decided.declared_match = 'project' then 'cold_start'
+            when decided.is_model_owner and decided.declared_match = 'name' then 'declared_name'
             when decided.is_model_owner then 'model'
             when decided.is_team_owner and decided.declared_match = 'team' then 'cold_start_team'
             when decided.is_team_owner then 'model_team'

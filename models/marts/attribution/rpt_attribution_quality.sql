@@ -18,10 +18,10 @@
 --                the build's team threshold (var gpucost_attribution_team_target_accuracy);
 -- and this model adds
 --   untagged     the workloads without a valid label in this build: share of their cost placed
---                automatically (key `all`: rule, model or cold_start, on a project; key `team`: at least on a
---                team: also model_team, cold_start_team, and the pod's own team label, which keeps the money
---                of a workload nobody placed on that team; key `team_label`: by that label alone). Accuracy
---                unknowable here: no truth.
+--                automatically (key `all`: rule, model, cold_start or declared_name, on a project; key
+--                `team`: at least on a team: also model_team, cold_start_team, and the pod's own team label,
+--                which keeps the money of a workload nobody placed on that team; key `team_label`: by that
+--                label alone). Accuracy unknowable here: no truth.
 {%- set threshold = var('gpucost_attribution_auto_threshold') %}
 with
 
@@ -91,13 +91,13 @@ untagged_levels as (
     select
         'all' as metric_key,
         untagged_workloads.*,
-        untagged_workloads.attribution_method in ('rule', 'model', 'cold_start') as is_placed
+        untagged_workloads.attribution_method in ('rule', {{ learned_project_methods() }}) as is_placed
     from untagged_workloads
     union all
     select
         'team' as metric_key,
         untagged_workloads.*,
-        untagged_workloads.attribution_method in ('rule', 'model', 'model_team', 'cold_start', 'cold_start_team')
+        untagged_workloads.attribution_method in ('rule', {{ learned_project_methods() }}, {{ learned_team_methods() }})
         or untagged_workloads.is_label_team as is_placed
     from untagged_workloads
     union all

@@ -109,7 +109,7 @@ final as (
         cast(allocations.attribution_confidence as decimal(9, 6)) as attribution_confidence,
         -- the model version whose score placed the row (the workload's); null for every other method
         case
-            when allocations.attribution_method in ('model', 'model_team', 'cold_start', 'cold_start_team')
+            when allocations.attribution_method in ({{ learned_project_methods() }}, {{ learned_team_methods() }})
                 then workloads.attribution_model_version
         end as attribution_model_version,
         allocations.unallocated_reason,

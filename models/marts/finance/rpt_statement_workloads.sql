@@ -141,7 +141,7 @@ joined as (
         workload_costs.*,
         coalesce(workload_hours.gpu_hours, 0) as gpu_hours,
         case
-            when workload_costs.attribution_method in ('model', 'model_team', 'cold_start', 'cold_start_team')
+            when workload_costs.attribution_method in ({{ learned_project_methods() }}, {{ learned_team_methods() }})
                 then predictions.attribution_signals
             when workload_costs.attribution_method in ('rule', 'override') then matched.matcher_signals
         end as attribution_signals

@@ -57,6 +57,7 @@ METHOD_LABELS = {
     "model_team": "the learned attribution model, sure of the team but not of the project",
     "cold_start": "the workload's names single out a project of the org mapping (cold start)",
     "cold_start_team": "the workload's names single out a team of the org mapping (cold start)",
+    "declared_name": "the workload's own name (pod, owner) names a project of the org mapping",
     "suspense": "parked with the suspense owner (model below the confidence threshold)",
     "shared_workload": "a shared workload split by its consumers' weights",
     "policy": "an allocation policy (shared overheads)",
@@ -64,7 +65,7 @@ METHOD_LABELS = {
 }
 """How the owner was known, per attribution method."""
 
-INFERRED_METHODS = ("model", "model_team", "cold_start", "cold_start_team", "rule")
+INFERRED_METHODS = ("model", "model_team", "cold_start", "cold_start_team", "declared_name", "rule")
 """Methods whose placement is an inference a team may dispute: the statement's appendix lists the
 signals behind each (the model's strongest features, the rule that matched and on what)."""
 

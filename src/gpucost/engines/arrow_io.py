@@ -136,6 +136,8 @@ ATTRIBUTION_SCHEMA = pa.schema(
         ("declared_project_matched", pa.int64()),
         ("declared_team_precision", pa.float64()),
         ("declared_team_matched", pa.int64()),
+        ("declared_name_precision", pa.float64()),
+        ("declared_name_matched", pa.int64()),
         # the model version that scored the row and, for a workload to attribute, the fingerprint
         # of what its score depends on (gpucost.core.attribution.versions.feature_fingerprint)
         ("attribution_model_version", pa.string()),

@@ -7,10 +7,16 @@ project is that project's; one whose names single out one team (by the team's id
 project they name being that team's) is that team's. Only for a project or team the model cannot
 name (gpucost.core.attribution.pipeline._cold_start): a known one is the model's, sure or not.
 
+A workload's **own name** (its pod's and the controller's that made it, as its owner called it) is
+a stronger word than where it runs: one declared project named there is that project's, known to
+the model or not (level ``name``: a declared owner, before the model). The namespace is left out
+(work drifts into another project's namespace), and so is the app label, which often names the
+software that runs (an evaluation harness named like the platform project that builds it).
+
 The path measures itself before it places anything (:func:`validate`): it is applied to the
 labelled workloads, and its money-weighted precision there, per level, is what it claims. It places
-a level only when that precision reaches the level's target accuracy over at least ``CAL_MIN``
-matched workloads.
+a level only when that precision reaches the level's target accuracy (the project's for ``name``)
+over at least ``CAL_MIN`` matched workloads.
 """
 
 from __future__ import annotations
@@ -28,8 +34,13 @@ from gpucost.core.attribution.features import gpu_hours, tokens
 # or a dataset that names a project is a dependency (an evaluation harness run for another
 # project), not an owner
 _NAMED = ("namespace", "pod", "created_by_name", "label_app")
+# what its owner called it: the pod and the controller (Job, ReplicaSet, ...) that made it
+_OWN_NAME = ("pod", "created_by_name")
 _SLUG = re.compile(r"[^a-z0-9]+")
 _MIN_TERM = 3  # shorter ids (``ai``, ``ml``) match too much to say anything
+LEVELS = ("project", "team", "name")
+"""What the path places: a project its names single out (unknown to the model), a team (likewise),
+a project the workload's own name singles out (known or not)."""
 
 
 def _slug(text: Any) -> str | None:
@@ -82,6 +93,13 @@ class Declared:
             project = None
         return project, team, ", ".join(project_terms + team_terms)
 
+    def named(self, record: Mapping[str, Any]) -> tuple[str | None, str]:
+        """(the one project the workload's own name singles out, the terms that did)."""
+        words = set(tokens(*(str(record.get(k) or "") for k in _OWN_NAME)))
+        terms = sorted(t for t in self.projects if t in words)
+        projects = {self.projects[t] for t in terms}
+        return (next(iter(projects)) if len(projects) == 1 else None), ", ".join(terms)
+
 
 @dataclass(frozen=True)
 class Precision:
@@ -92,13 +110,20 @@ class Precision:
     project_matched: int
     team: float | None
     team_matched: int
+    # the project the workload's own name singles out (a version stored before it has none)
+    named: float | None = None
+    named_matched: int = 0
+
+    def measured(self, level: str) -> tuple[float | None, int]:
+        """(precision, matched) of a level: project, team or name."""
+        return {
+            "project": (self.project, self.project_matched),
+            "team": (self.team, self.team_matched),
+            "name": (self.named, self.named_matched),
+        }[level]
 
     def places(self, level: str, target: float | None) -> bool:
-        precision, matched = (
-            (self.project, self.project_matched)
-            if level == "project"
-            else (self.team, self.team_matched)
-        )
+        precision, matched = self.measured(level)
         return (
             target is not None
             and precision is not None
@@ -112,14 +137,16 @@ def validate(
 ) -> Precision:
     """The path applied to labelled workloads: the share of the GPU-hours it matched that it
     matched right, per level (team: against the labelled project's team)."""
-    sums = {"project": [0.0, 0.0, 0], "team": [0.0, 0.0, 0]}
+    sums = {level: [0.0, 0.0, 0] for level in LEVELS}
     for r in labelled:
         label = labels[str(r["workload_id"])]
         project, team, _ = declared.match(r)
+        named, _ = declared.named(r)
         weight = gpu_hours(r)
         for level, got, truth in (
             ("project", project, label),
             ("team", team, declared.team_of.get(label)),
+            ("name", named, label),
         ):
             if got is not None and truth is not None:
                 acc = sums[level]
@@ -136,7 +163,18 @@ def validate(
         int(sums["project"][2]),
         ratio("team"),
         int(sums["team"][2]),
+        ratio("name"),
+        int(sums["name"][2]),
     )
+
+
+def placed_by_name(
+    named: tuple[str | None, str], cold: Precision | None, target: float | None
+) -> str | None:
+    """The project a workload's own name places (``named``: :meth:`Declared.named`), when the
+    name level's measured precision reaches ``target`` (the project's); else None."""
+    project = named[0]
+    return project if project is not None and cold and cold.places("name", target) else None
 
 
 def round_claim(value: float | None) -> float:

@@ -17,7 +17,13 @@ from gpucost.core.attribution.calibration import (
     calibration_weights,
     threshold_for_accuracy,
 )
-from gpucost.core.attribution.cold_start import Declared, Precision, round_claim, validate
+from gpucost.core.attribution.cold_start import (
+    Declared,
+    Precision,
+    placed_by_name,
+    round_claim,
+    validate,
+)
 from gpucost.core.attribution.features import (
     UserInference,
     creator_user,
@@ -244,22 +250,31 @@ def attribute(
     preds = scorer.model_predictions(
         [shown[w] for w in target_ids], target_ids, [support[w] for w in target_ids]
     )
-    money = [gpu_hours(r) for r in targets]
+    cold = validate(Declared.of(declared), labelled, labels) if declared else None
+    # the thresholds are derived over the workloads the model is left to place: those the own
+    # name places (before the model) are the easy ones, and counting them would let the model
+    # place harder work below the target
+    names = Declared.of(declared) if declared else None
+    left = [
+        (p, gpu_hours(r))
+        for p, r in zip(preds, targets, strict=True)
+        if names is None or placed_by_name(names.named(r), cold, target_accuracy) is None
+    ]
     threshold = (
         explain_below
         if target_accuracy is None
-        else threshold_for_accuracy([p.confidence for p in preds], money, target_accuracy)
+        else threshold_for_accuracy(
+            [p.confidence for p, _ in left], [w for _, w in left], target_accuracy
+        )
     )
     team_threshold = None
     if teams and team_target_accuracy is not None:
         # over the workloads the project threshold leaves: the team-only placements must reach
         # the target by themselves (the sure projects would otherwise carry unsure teams)
-        below = [(p.team_confidence, w) for p, w in zip(preds, money, strict=True)]
-        below = [b for b, p in zip(below, preds, strict=True) if p.confidence < threshold]
+        below = [(p.team_confidence, w) for p, w in left if p.confidence < threshold]
         team_threshold = threshold_for_accuracy(
             [c for c, _ in below], [w for _, w in below], team_target_accuracy
         )
-    cold = validate(Declared.of(declared), labelled, labels) if declared else None
     scorer = replace(scorer, auto_threshold=threshold, team_threshold=team_threshold, cold=cold)
     preds = scorer.declared_predictions(preds, targets, declared)
     return Attribution(
@@ -394,6 +409,7 @@ class Scorer:
                 p,
                 names.match(by_id[p.workload_id]),
                 self.cold,
+                named=names.named(by_id[p.workload_id]),
                 targets=self.targets,
                 team_of=names.team_of,
                 known=(seen, {(self.teams or names.team_of).get(c) for c in seen}),
@@ -424,11 +440,15 @@ def _cold_start(
     targets: tuple[float | None, float | None],
     team_of: Mapping[str, str],
     known: tuple[set[str], set[str | None]],
+    named: tuple[str | None, str] = (None, ""),
 ) -> Prediction:
-    """The prediction, or what the declared names place instead for a project or team the model
-    cannot name (without any labelled workload: ``known`` are the model's projects and their
-    teams, so it never names the others): the project (its measured precision as the confidence,
-    the model's other candidates after it), else the team (its precision as the team's confidence).
+    """The prediction, or what the declared names place instead: first the project the workload's
+    own name singles out (``named``: its pod's and owner's name; known to the model or not, since
+    its owner's word comes before the model's guess; level ``name``), else for a project or team
+    the model cannot name (without any labelled workload: ``known`` are the model's projects and
+    their teams, so it never names the others): the project its names single out, else the team.
+    A project placed carries its level's measured precision as the confidence (the model's other
+    candidates after it), a team its precision as the team's confidence.
 
     A project or team the model knows stays the model's, sure or not: the names are among its
     features already (:func:`static_features`), so a name that mentions a known owner adds nothing
@@ -438,6 +458,14 @@ def _cold_start(
     the labelled workloads, where the model is mostly sure anyway."""
     known_projects, known_teams = known
     project, team, terms = match
+    by_name, name_terms = named
+    if placed_by_name(named, cold, targets[0]) is not None:
+        claim = round_claim(cold.named)
+        rest = tuple(c for c in p.candidates if c[0] != by_name)[:2]
+        own_team = team_of.get(by_name)
+        best_team = (own_team, claim) if own_team else p.team
+        signals = f"named: {name_terms}"
+        return Prediction(p.workload_id, ((by_name, claim), *rest), signals, best_team, "name")
     signals = f"declared: {terms}"
     if project is not None and project not in known_projects and cold.places("project", targets[0]):
         claim = round_claim(cold.project)
@@ -710,6 +738,8 @@ def prediction_rows(
             "declared_project_matched": cold_start.project_matched if cold_start else None,
             "declared_team_precision": cold_start.team if cold_start else None,
             "declared_team_matched": cold_start.team_matched if cold_start else None,
+            "declared_name_precision": cold_start.named if cold_start else None,
+            "declared_name_matched": cold_start.named_matched if cold_start else None,
         }
         for k in range(3):
             cand = p.candidates[k] if k < len(p.candidates) else (None, None)

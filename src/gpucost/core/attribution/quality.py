@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from gpucost.core.attribution.cold_start import LEVELS
 from gpucost.core.attribution.features import NONE
 
 Row = tuple[str | None, str, float, Decimal | float]  # (predicted, true, confidence, weight)
@@ -351,14 +352,14 @@ def cold_start_rows(
     measured: Mapping[str, tuple[float | None, int | None]],
     placed: Iterable[tuple[str, Decimal | float]],
 ) -> list[dict[str, Any]]:
-    """The cold-start path on its own, one ``cold_start`` row per level (keys ``declared_project``,
-    ``declared_team``):
+    """The declared-names path on its own, one ``cold_start`` row per level (keys
+    ``declared_project``, ``declared_team``, ``declared_name``):
     what it measured on the labelled workloads (``measured``: level -> (precision, matched), the
     ``accuracy`` and ``workload_count``) and the untagged cost it placed (``placed``: (level,
     weight) of each workload it placed, ``auto_effective_cost``)."""
     placed = list(placed)
     rows = []
-    for level in ("project", "team"):
+    for level in LEVELS:
         precision, matched = measured.get(level, (None, None))
         mine = [w for k, w in placed if k == level]
         rows.append(
