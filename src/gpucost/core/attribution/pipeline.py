@@ -164,7 +164,22 @@ def attribute(
         **shown,
         **{w: {**views.static[w], **earlier[w], **fitted_later[w]} for w in train_ids},
     }
-    weights = calibration_weights(train + test, targets or test)
+    # the own name places a workload before the model (cold_start.placed_by_name): the model is
+    # calibrated on the labelled work it would be left to place, since the named work is the easy
+    # part and would make it look surer than it is on the rest
+    cold = validate(Declared.of(declared), labelled, labels) if declared else None
+    names = Declared.of(declared) if declared else None
+    named = {
+        str(r["workload_id"])
+        for r in [*labelled, *targets]
+        if names is not None and placed_by_name(names.named(r), cold, target_accuracy) is not None
+    }
+    residual = [r for r in targets if str(r["workload_id"]) not in named]
+    shifted = calibration_weights(train + test, residual or test)
+    weights = [
+        0.0 if str(r["workload_id"]) in named else w
+        for r, w in zip(train + test, shifted, strict=True)
+    ]
     model = fit(
         [measured[w] for w in train_ids],
         [labels[w] for w in train_ids],
@@ -186,7 +201,7 @@ def attribute(
     # whole people and namespaces withheld (validation shaped like untagged work): each support
     # class without user history gets its own calibration map, from both hold-outs
     withheld = _withheld_holdout(
-        train, labels, rules, views, order, filed, records, seed=seed, teams=teams
+        train, labels, rules, views, order, filed, records, seed=seed, teams=teams, named=named
     )
     support.update(withheld.support)
     time_n = model.holdout_workloads
@@ -250,15 +265,13 @@ def attribute(
     preds = scorer.model_predictions(
         [shown[w] for w in target_ids], target_ids, [support[w] for w in target_ids]
     )
-    cold = validate(Declared.of(declared), labelled, labels) if declared else None
     # the thresholds are derived over the workloads the model is left to place: those the own
     # name places (before the model) are the easy ones, and counting them would let the model
     # place harder work below the target
-    names = Declared.of(declared) if declared else None
     left = [
         (p, gpu_hours(r))
         for p, r in zip(preds, targets, strict=True)
-        if names is None or placed_by_name(names.named(r), cold, target_accuracy) is None
+        if str(r["workload_id"]) not in named
     ]
     threshold = (
         explain_below
@@ -535,6 +548,7 @@ def _withheld_holdout(
     *,
     seed: int,
     teams: Mapping[str, str] | None,
+    named: set[str] | frozenset[str] = frozenset(),
 ) -> _Withheld:
     """Withhold every label of a seeded draw of people and namespaces among the training
     workloads (:func:`withheld_groups`), train the same model on the rest (reading none of their
@@ -570,7 +584,8 @@ def _withheld_holdout(
     top, right, team_top, team_right = raw_tops(model, features, truth, teams)
     classes = support_classes(records, views.readers, filed, {w: labels[w] for w in kept})
     support = {w: classes[w] for w in ids}
-    weight = np.array([gpu_hours(by_id[w]) for w in ids])
+    # what the own name places is left out of the calibration, as in attribute()
+    weight = np.array([0.0 if w in named else gpu_hours(by_id[w]) for w in ids])
     names = tuple(support[w] for w in ids)
     return _Withheld(
         ids,
