@@ -128,9 +128,10 @@ def _headline(con, filters: data.Filters) -> None:
     st.caption(
         "Month total, idle and unallocated are the statement's cents (fct_chargeback_monthly); "
         "idle is idle GPU, CPU and memory capacity of GPU nodes, whoever carries it; unallocated "
-        "is money whose project is unknown. Model-placed is the exact cost whose owner was decided "
-        "by the learned attribution model or a declarative rule, not by a tag, label, Slurm "
-        "account or human override (fct_cost_allocation). The cluster filter does not apply here."
+        "is money whose project is unknown. Model-placed is the exact cost whose owner was "
+        "inferred (the learned attribution model, the org mapping's names or a declarative "
+        "rule), not declared by a tag, label, Slurm account or human override "
+        "(fct_cost_allocation). The cluster filter does not apply here."
     )
 
 

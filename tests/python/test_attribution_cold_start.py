@@ -295,3 +295,26 @@ def test_the_model_is_calibrated_on_the_labelled_work_the_own_name_leaves_it():
     assert len(weight) == len(labelled)
     assert int((weight == 0).sum()) == len(named) > 0
     assert bool((weight[weight != 0] > 0).all())
+
+
+def test_a_term_of_any_length_matches_its_parts_in_a_row_and_a_number_names_nothing():
+    declared = Declared.of(
+        [
+            *MAPPING,
+            {"project_id": "search-ranking-v2", "project_name": "Search ranking", "team_id": "nlp"},
+            {"project_id": "2026", "project_name": "12345", "team_id": "nlp"},
+        ]
+    )
+    assert declared.longest == 3
+    # three parts, then a pod hash; its name (two parts) names the same project
+    own = {"pod": "search-ranking-v2-infer-7f9c2-x2kq"}
+    assert declared.named(own) == ("search-ranking-v2", "search-ranking, search-ranking-v2")
+    alone = Declared.of(
+        [{"project_id": "search-ranking-v2", "project_name": "Ranking v2", "team_id": "nlp"}]
+    )
+    assert alone.named(own) == ("search-ranking-v2", "ranking-v2, search-ranking-v2")
+    # the parts must be in a row
+    assert alone.named({"pod": "search-v2-ranking-1"})[0] is None
+    # an id that is only a number (or a hash) is no term: a job of 2026 is not its work
+    assert "2026" not in declared.projects and "12345" not in declared.projects
+    assert declared.named({"pod": "backfill-2026-11-01"})[0] is None

@@ -321,7 +321,8 @@ def _headline_from_marts(warehouse, month: date, team: str | None = None) -> dic
     )
     [(allocated, model_placed)] = warehouse.sql(
         "select sum(billed_cost), "
-        "coalesce(sum(billed_cost) filter (where attribution_method in ('model', 'rule')), 0) "
+        "coalesce(sum(billed_cost) filter (where attribution_method in ('model', 'model_team',"
+        " 'cold_start', 'cold_start_team', 'declared_name', 'rule')), 0) "
         f"from marts.fct_cost_allocation where billing_period_start = '{month}'{team_sql}"
     )
     [(budgets, at_risk)] = warehouse.sql(

@@ -165,11 +165,22 @@ def test_user_ids_are_pseudonymised_alike_in_every_output(
         "rpt_attribution_review": "user_id",
         "rpt_focus_allocated_charges": "x_UserId",
     }
+    # the review queue's signals name a user when the model's strongest feature is one
+    # (`user=<id> (+w)`); which items that is depends on the model, so a copy plants it on every
+    # item with a user
+    warehouse = str(generated_warehouse.copy("pseudonymised_signals"))
+    with duckdb.connect(warehouse) as con:
+        con.execute(
+            "update marts.rpt_attribution_review set attribution_signals ="
+            " 'user=' || user_id || ' (+0.50); ' || coalesce(attribution_signals, '')"
+            " where user_id is not null"
+        )
     raw_by_table = {
         table: {
             row[0]
             for row in generated_warehouse.sql(
-                f'select distinct "{column}" from marts.{table} where "{column}" is not null'
+                f'select distinct "{column}" from marts.{table} where "{column}" is not null',
+                warehouse=Path(warehouse),
             )
         }
         for table, column in columns.items()
@@ -180,7 +191,6 @@ def test_user_ids_are_pseudonymised_alike_in_every_output(
     monkeypatch.setenv("GPUCOST_PSEUDONYMISE_SECRET", SECRET)
     pseudonym = Pseudonymiser(SECRET.encode())
     parquet = tmp_path / "parquet"
-    warehouse = str(generated_warehouse.path)
     assert main(["publish", "--warehouse", warehouse, "--out", str(parquet)]) == 0
     export = tmp_path / "allocated.csv"
     assert main(["export-focus", "--warehouse", warehouse, "--out", str(export)]) == 0

@@ -31,11 +31,13 @@ from gpucost.commands.dashboard_data import (
     has_table,
 )
 from gpucost.commands.labels import reason_label
+from gpucost.commands.statements_labels import INFERRED_METHODS
 from gpucost.core.money import from_units, round_to_cents, to_units
 
-MODEL_PLACED_METHODS = ("model", "rule")
-"""Attribution methods whose owner was inferred (the learned model, a declarative rule) rather
-than declared (a bill tag, a pod label, a Slurm account, a human override)."""
+MODEL_PLACED_METHODS = INFERRED_METHODS
+"""Attribution methods whose owner was inferred (the learned model, the org mapping's names, a
+declarative rule) rather than declared (a bill tag, a pod label, a Slurm account, a human
+override): the statements' inferred methods."""
 AT_RISK = "status <> 'ok'"
 """A budget at risk: any status but ok (warning, critical, or forecast to cross either)."""
 NO_WORKLOAD = "(no workload: tagged lines, overheads)"

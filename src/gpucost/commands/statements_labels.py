@@ -38,7 +38,11 @@ METHODS = (
     "override",
     "review_rejected",
     "rule",
+    "declared_name",
     "model",
+    "model_team",
+    "cold_start",
+    "cold_start_team",
     "suspense",
     "shared_workload",
     "policy",
@@ -126,6 +130,7 @@ def basis_label(basis: str) -> str:
     return labels.get(rule, basis)
 
 
-def method_order(method: str) -> int:
-    """Sort key: the order of :data:`METHODS`, unknown methods last."""
-    return METHODS.index(method) if method in METHODS else len(METHODS)
+def method_order(method: str) -> tuple[int, str]:
+    """Sort key: the order of :data:`METHODS`, unknown methods last by name (a total order: the
+    rows it sorts come from sets)."""
+    return (METHODS.index(method) if method in METHODS else len(METHODS), method)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpucost.core.attribution.calibration import CAL_MIN
-from gpucost.core.attribution.features import gpu_hours, tokens
+from gpucost.core.attribution.features import gpu_hours, is_noise, name_parts
 
 # where the workload runs and what it is called, not the software it runs: an image, a launch line
 # or a dataset that names a project is a dependency (an evaluation harness run for another
@@ -44,17 +44,34 @@ a project the workload's own name singles out (known or not)."""
 
 
 def _slug(text: Any) -> str | None:
+    """A declared id or name as a term (its parts joined by hyphens); None when it is too short or
+    only random-looking parts (a number names nothing)."""
     slug = _SLUG.sub("-", str(text or "").lower()).strip("-")
-    return slug if len(slug) >= _MIN_TERM else None
+    if len(slug) < _MIN_TERM or all(is_noise(p) for p in slug.split("-")):
+        return None
+    return slug
+
+
+def _grams(texts: Sequence[Any], longest: int) -> set[str]:
+    """Every run of up to ``longest`` consecutive parts of each text, joined by hyphens: a term of
+    any length matches where its parts appear in a row (``search-ranking-v2`` in
+    ``search-ranking-v2-infer-7f9c2``)."""
+    out: set[str] = set()
+    for text in texts:
+        parts = name_parts(str(text or ""))
+        for n in range(1, longest + 1):
+            out.update("-".join(parts[i : i + n]) for i in range(len(parts) - n + 1))
+    return out
 
 
 @dataclass(frozen=True)
 class Declared:
-    """The terms that name each declared project and team: ids and names, as name tokens."""
+    """The terms that name each declared project and team: ids and names, as hyphen-joined parts."""
 
     projects: Mapping[str, str]  # term -> project
     teams: Mapping[str, str]  # term -> team
     team_of: Mapping[str, str]  # project -> team
+    longest: int = 1  # the most parts a term has
 
     @classmethod
     def of(cls, mapping: Sequence[Mapping[str, Any]]) -> Declared:
@@ -76,11 +93,12 @@ class Declared:
             {t: next(iter(p)) for t, p in projects.items() if len(p) == 1},
             {t: next(iter(p)) for t, p in teams.items() if len(p) == 1},
             team_of,
+            max((t.count("-") + 1 for t in (*projects, *teams)), default=1),
         )
 
     def match(self, record: Mapping[str, Any]) -> tuple[str | None, str | None, str]:
         """(the one project, the one team the workload's names single out, the terms that did)."""
-        words = set(tokens(*(str(record.get(k) or "") for k in _NAMED)))
+        words = _grams([record.get(k) for k in _NAMED], self.longest)
         project_terms = sorted(t for t in self.projects if t in words)
         team_terms = sorted(t for t in self.teams if t in words)
         projects = {self.projects[t] for t in project_terms}
@@ -95,7 +113,7 @@ class Declared:
 
     def named(self, record: Mapping[str, Any]) -> tuple[str | None, str]:
         """(the one project the workload's own name singles out, the terms that did)."""
-        words = set(tokens(*(str(record.get(k) or "") for k in _OWN_NAME)))
+        words = _grams([record.get(k) for k in _OWN_NAME], self.longest)
         terms = sorted(t for t in self.projects if t in words)
         projects = {self.projects[t] for t in terms}
         return (next(iter(projects)) if len(projects) == 1 else None), ", ".join(terms)

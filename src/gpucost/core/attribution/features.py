@@ -58,6 +58,17 @@ def project_teams(
     return teams
 
 
+def name_parts(text: str | None) -> list[str]:
+    """A name's lower-case parts, random suffixes included: ``rag-search-7f9c2`` -> rag, search,
+    7f9c2."""
+    return [p for p in _SPLIT.split((text or "").lower()) if p]
+
+
+def is_noise(part: str) -> bool:
+    """Whether a name part looks random (a pod hash, a job number): it names nothing."""
+    return bool(_NOISE.match(part))
+
+
 def tokens(*texts: str | None) -> list[str]:
     """Lower-case name tokens and adjacent bigrams, random suffixes dropped.
 
