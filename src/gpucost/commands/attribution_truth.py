@@ -74,9 +74,10 @@ def truth_rows(
     warehouse: Path, truth_csv: Path, predictions: Mapping[str, Prediction] | None = None
 ) -> tuple[list[Row], list[Row]]:
     """(rules + model, model alone) rows of the untagged pods (per the generator), against their
-    true project, weighted by effective cost. ``predictions`` replace the build's model for every
-    workload no rule or override placed (:func:`oracle_rows`); the model-alone rows stay the
-    build's."""
+    true project, weighted by effective cost, in workload order (the float sums over them, such as
+    the ranking bound, come out the same on every run). ``predictions`` replace the build's model
+    for every workload no rule or override placed (:func:`oracle_rows`); the model-alone rows stay
+    the build's."""
     import duckdb
 
     truth = _truth(truth_csv)
@@ -93,6 +94,7 @@ def truth_rows(
                 select workload_id, sum(effective_cost) as effective_cost
                 from marts.fct_cost_allocation where workload_id is not null group by 1
             ) as c using (workload_id)
+            order by w.workload_id
             """,
         )
     scored, model_only = [], []
@@ -148,7 +150,8 @@ def team_rows(warehouse: Path, truth_csv: Path) -> list[TeamRow]:
         rows = _rows(
             con,
             "select workload_id, team_id, attribution_method, sum(effective_cost) as cost"
-            " from marts.fct_cost_allocation where workload_id is not null group by 1, 2, 3",
+            " from marts.fct_cost_allocation where workload_id is not null group by 1, 2, 3"
+            " order by 1, 2, 3",
         )
     out: list[TeamRow] = []
     for r in rows:
