@@ -167,8 +167,8 @@ def attribute(
     # the own name places a workload before the model (cold_start.placed_by_name): the model is
     # calibrated on the labelled work it would be left to place, since the named work is the easy
     # part and would make it look surer than it is on the rest
-    cold = validate(Declared.of(declared), labelled, labels) if declared else None
     names = Declared.of(declared) if declared else None
+    cold = validate(names, labelled, labels) if names is not None else None
     named = {
         str(r["workload_id"])
         for r in [*labelled, *targets]
