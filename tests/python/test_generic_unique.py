@@ -19,13 +19,21 @@ TEST_SQL = (
 )
 
 
-def _render(model: str, columns: list[str], hash_function: str = "hash") -> str:
+def _render(
+    model: str, columns: list[str], hash_function: str = "hash", rows_to_check: str | None = None
+) -> str:
     """The test's query for ``model``: the body of its ``{% test %}`` block rendered by Jinja2 (the
-    block tag is dbt's; the body is plain Jinja), ``hash`` renamed when asked."""
+    block tag is dbt's; the body is plain Jinja), ``hash`` renamed when asked; ``rows_to_check`` as
+    written (the project's render_test_scope renders its placeholders in a build)."""
     text = TEST_SQL.read_text(encoding="utf-8")
     body = re.search(r"{%\s*test [^%]*%}(.*){%\s*endtest\s*%}", text, re.S)
     assert body is not None
-    sql = jinja2.Template(body.group(1)).render(model=model, combination_of_columns=columns)
+    sql = jinja2.Template(body.group(1)).render(
+        model=model,
+        combination_of_columns=columns,
+        rows_to_check=rows_to_check,
+        render_test_scope=lambda condition: condition,
+    )
     return re.sub(r"\bhash\(", f"{hash_function}(", sql)
 
 
@@ -80,3 +88,26 @@ def test_unique_combination_passes_a_key(con) -> None:
         ).fetchall()
         == []
     )
+
+
+@pytest.mark.parametrize("hash_function", ["hash", "constant_hash"])
+def test_rows_to_check_find_a_new_row_repeating_a_kept_one_and_only_what_involves_new_rows(
+    con, hash_function
+) -> None:
+    """With rows_to_check, the combinations of those rows are looked for among every row: a new row
+    repeating a kept one fails; repeats among kept rows only were checked when they came and are not
+    looked for (unless their hash collides with a new row's: then they are found too, and they are true
+    repeats); 'true' is the whole check, 'false' finds nothing."""
+    columns = ["source_file", "gpu", "sampled_epoch"]
+    con.execute("create table kept as select *, false as is_new from samples")
+    # a new row repeating the kept key ('c', 3, 12), and a new key of its own
+    con.execute("insert into kept values ('c', 3, 12, true), ('d', 4, 13, true)")
+    found = sorted(con.sql(_render("kept", columns, hash_function, "is_new")).fetchall(), key=repr)
+    if hash_function == "hash":
+        assert found == [("c", 3, 12, 2)]
+    else:
+        # every hash collides with a new row's: what is found is still a true repeat, never a false one
+        assert ("c", 3, 12, 2) in found and set(found) <= set(_reference(con, "kept", columns))
+    every = sorted(con.sql(_render("kept", columns, hash_function, "true")).fetchall(), key=repr)
+    assert every == _reference(con, "kept", columns)
+    assert con.sql(_render("kept", columns, hash_function, "false")).fetchall() == []

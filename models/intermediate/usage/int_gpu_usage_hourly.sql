@@ -40,8 +40,9 @@ with
 
 dcgm_samples as (
 
-    select * from {{ ref('stg_dcgm__gpu_samples') }}
-    where sampled_epoch >= {{ cutoff }}
+    -- stg_dcgm__gpu_samples from the cutoff on, without unnesting the series that end before it
+    -- depends_on: {{ ref('stg_dcgm__gpu_samples') }}
+    select * from ({{ dcgm_gpu_samples(ref('base_dcgm__series'), cutoff if cutoff else none) }}) as samples
 
 ),
 

@@ -42,7 +42,10 @@ gpu_slot_samples as (
         gpu_uuid,
         gpu_instance_id,
         sampled_epoch
-    from {{ ref('stg_dcgm__gpu_samples') }}
+    -- stg_dcgm__gpu_samples from the plan's cutoff on, without unnesting the series that end before it
+    -- depends_on: {{ ref('stg_dcgm__gpu_samples') }}
+    from ({{ dcgm_gpu_samples(ref('base_dcgm__series'), plan.cutoffs.get('gpu_slot') if not plan.full else none) }})
+        as samples
     where {{ samples_recomputed(plan, 'gpu_slot', 'sampled_epoch') }}
 
 ),

@@ -1,4 +1,4 @@
--- The hours each cluster has valid DCGM samples in, from the series table (one short list per series).
+-- The hours each cluster has valid DCGM samples in, from the series table (one short list of hours per series).
 with
 
 source as (
@@ -12,10 +12,8 @@ series_hours as (
 
     select
         cluster_id,
-        {{ unnest_as(
-            list_unique(list_map('sampled_epochs', 'sampled_epoch', epoch_hour_floor('sampled_epoch'))),
-            'hour_epoch'
-        ) }}
+        -- each series' distinct hours, listed once when its file was loaded
+        {{ unnest_as('sampled_hours', 'hour_epoch') }}
     from source
 
 ),
