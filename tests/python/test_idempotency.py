@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -440,6 +441,8 @@ def test_sample_intervals_take_what_staging_loaded_and_sample_tests_recheck_unti
     for schema in ("intermediate", "marts"):
         assert fingerprints(warehouse, schema) == fingerprints(fresh, schema)
 
+    intervals_key_test_checks_what_the_usage_has_not_read(landing, warehouse, tmp_path)
+
     # the same GPU's day-3 samples again under another modelName: two rows per GPU slot and time
     second_scraper(
         cluster / days[2], "DCGM_FI_DEV_GPU_UTIL_relabelled.json", model="NVIDIA H100 PCIe"
@@ -449,3 +452,41 @@ def test_sample_intervals_take_what_staging_loaded_and_sample_tests_recheck_unti
         build = run_dbt(landing, warehouse, tmp_path, "build", *LOOKBACK)
         assert build.returncode != 0
         assert re.search(rf"FAIL \d+ {failing}", build.stdout), build.stdout[-4000:]
+
+
+def intervals_key_test_checks_what_the_usage_has_not_read(
+    landing: Path, warehouse: Path, work: Path
+) -> None:
+    """int_telemetry_sample_intervals' key test looks for the keys of the rows int_gpu_usage_hourly has
+    not read yet (inputs_loaded_at after the usage's newest) among every row: a row repeating a kept
+    row's key fails it when it is new, passes it once the usage has read past it (checked when it came),
+    and fails it again under gpucost_test_every_sample. The warehouse is left as it was."""
+    table = "intermediate.int_telemetry_sample_intervals"
+    failing = r"FAIL \d+ gpucost_unique_combination_of_columns_int_telemetry_sample_intervals"
+    with duckdb.connect(str(warehouse)) as con:
+        ((read_through,),) = con.sql(
+            "select max(inputs_loaded_at) from intermediate.int_gpu_usage_hourly"
+        ).fetchall()
+        con.execute(
+            f"insert into {table} select * replace (? as inputs_loaded_at) from {table}"
+            " where series_kind = 'gpu_slot' order by gpu_slot_id, sampled_epoch limit 1",
+            [read_through + timedelta(hours=1)],
+        )
+    select = ("--select", "int_telemetry_sample_intervals")
+    new = run_dbt(landing, warehouse, work, "test", *select)
+    assert new.returncode != 0 and re.search(failing, new.stdout), new.stdout[-4000:]
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute(
+            f"update {table} set inputs_loaded_at = ? where inputs_loaded_at > ?",
+            [read_through - timedelta(hours=1), read_through],
+        )
+    read = run_dbt(landing, warehouse, work, "test", *select)
+    assert read.returncode == 0, read.stdout[-4000:]
+    every = run_dbt(
+        landing, warehouse, work, "test", *select, "--vars", "{gpucost_test_every_sample: true}"
+    )
+    assert every.returncode != 0 and re.search(failing, every.stdout), every.stdout[-4000:]
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute(
+            f"delete from {table} where inputs_loaded_at = ?", [read_through - timedelta(hours=1)]
+        )
