@@ -25,18 +25,9 @@ source as (
 series as (
 
     select
-        cluster_id,
-        node_name,
-        gpu_uuid,
-        gpu_index,
-        gpu_model,
-        namespace,
-        pod,
-        container,
-        pod_uid,
-        gpu_instance_id,
-        gpu_instance_profile,
-        hpc_job,
+        {%- for label in dcgm_series_group_labels() %}
+        {{ label }},
+        {%- endfor %}
         metric_name,
         sampled_epochs,
         sample_values,
@@ -55,18 +46,7 @@ series_groups as (
     select distinct
         series_group_id,
         gpu_slot_id,
-        cluster_id,
-        node_name,
-        gpu_uuid,
-        gpu_index,
-        gpu_model,
-        namespace,
-        pod,
-        container,
-        pod_uid,
-        gpu_instance_id,
-        gpu_instance_profile,
-        hpc_job
+        {{ dcgm_series_group_labels() | join(',\n        ') }}
     from series
 
 ),
