@@ -177,9 +177,9 @@ final as (
         {{ list_min(list_map('valid_samples', 'sample', 'sample.sampled_epoch')) }} as first_sampled_epoch,
         {{ list_max(list_map('valid_samples', 'sample', 'sample.sampled_epoch')) }} as last_sampled_epoch,
         {{ list_map('valid_samples', 'sample', 'sample.sampled_epoch') }} as sampled_epochs,
-        -- the distinct UTC hours of the valid samples (epoch seconds), computed once per landed file for
-        -- stg_dcgm__telemetry_hours instead of over every sample in each of its reads
-        {{ list_unique(list_map('valid_samples', 'sample', epoch_hour_floor('sample.sampled_epoch'))) }}
+        -- the distinct UTC hours of the valid samples (epoch seconds, in order: the same list on every engine),
+        -- computed once per landed file for stg_dcgm__telemetry_hours instead of over every sample in each of its reads
+        {{ list_sorted(list_unique(list_map('valid_samples', 'sample', epoch_hour_floor('sample.sampled_epoch')))) }}
             as sampled_hours,
         {{ list_map('valid_samples', 'sample', 'sample.sample_value') }} as sample_values,
         {{ list_map('quarantined_samples', 'sample', struct_of([
