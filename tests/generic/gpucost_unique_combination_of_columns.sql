@@ -10,10 +10,11 @@
 -- looked for, among every row of the model (a new row repeating a kept one fails too). An incremental table
 -- whose kept rows never change key is checked at the cost of its new rows and one scan of the hashes.
 {%- set columns = combination_of_columns | join(', ') %}
-{%- set scope = render_test_scope(rows_to_check) if rows_to_check is not none else none %}
+{%- set scope = render_test_scope(rows_to_check) if rows_to_check is not none else 'true' %}
+{%- set scoped = scope != 'true' %}
 with
 
-{% if scope is not none and scope != 'true' -%}
+{% if scoped -%}
 hashes_to_check as (
 
     select distinct hash({{ columns }}) as combination_hash
@@ -27,7 +28,7 @@ repeated_hashes as (
 
     select hash({{ columns }}) as combination_hash
     from {{ model }}
-    {%- if scope is not none and scope != 'true' %}
+    {%- if scoped %}
     where hash({{ columns }}) in (select hashes_to_check.combination_hash from hashes_to_check)
     {%- endif %}
     group by hash({{ columns }})
