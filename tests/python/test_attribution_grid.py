@@ -220,3 +220,94 @@ def test_the_people_hold_outs_ece_is_read_against_a_calibrated_models_p90():
     assert figures["person_ece"] == 0.254858
     assert figures["person_ece_excess"] == pytest.approx(0.064756, abs=1e-12)
     assert person_ece(quality[:1]) == {"person_ece": None, "person_ece_excess": None}
+
+
+def test_team_bounds_sweep_one_threshold_and_a_perfect_ranking() -> None:
+    """The team bound adds the team level's candidates most confident first (ties together) to the
+    placements before it, and keeps the largest coverage at the accuracy; the ceiling ranks them
+    perfectly (every right one first)."""
+    from gpucost.commands.attribution_truth import TeamCandidate, team_bounds
+
+    fixed = [TeamRow("nlp", "nlp", Decimal(6), False)]
+    candidates = [
+        TeamCandidate("nlp", "nlp", 0.9, Decimal(2)),
+        TeamCandidate("vision", "nlp", 0.8, Decimal(1)),  # wrong, and surer than the next
+        TeamCandidate("recsys", "recsys", 0.5, Decimal(1)),
+    ]
+    # at 0.9: fixed 6/6, +2 8/8, +1 8/9 (below), +1 9/10 = 0.9: all of it
+    assert team_bounds(fixed, candidates, 0.9) == (1.0, 1.0)
+    # at 0.95 the wrong one stops the sweep at 8/10; a perfect ranking places both right ones
+    assert team_bounds(fixed, candidates, 0.95) == (0.8, 0.9)
+    # ties go together: a right and a wrong candidate at one confidence cannot be split
+    tied = [
+        TeamCandidate("nlp", "nlp", 0.7, Decimal(1)),
+        TeamCandidate("x", "nlp", 0.7, Decimal(1)),
+    ]
+    assert team_bounds(fixed, tied, 0.95)[0] == 0.75  # fixed 6 of 8 only
+    # placements before the team level below the accuracy, and nothing lifts them: 0
+    wrong = [TeamRow("nlp", "vision", Decimal(1), True), TeamRow(None, "nlp", Decimal(3), False)]
+    assert team_bounds(wrong, [], 0.98) == (0.0, 0.0)
+    # enough right candidates lift a wrong placement above the accuracy
+    many = [TeamCandidate("nlp", "nlp", 0.6, Decimal(99))]
+    assert team_bounds(wrong, many, 0.98) == (100 / 103, 100 / 103)
+    assert team_bounds([], [], 0.98) == (0.0, 0.0)
+
+
+def test_team_bound_rows_split_what_the_team_level_decides(tmp_path: Path) -> None:
+    """A team-only placement and an unplaced pod without a team label are the team level's
+    candidates (its prediction, the pod's money over all its rows); a pod kept on its team label, a
+    project placement and a pod without a prediction are fixed."""
+    import duckdb
+
+    from gpucost.commands.attribution_truth import TeamCandidate, team_bound_rows
+
+    truth = tmp_path / "workloads.csv"
+    with truth.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["cluster", "namespace", "pod", "uid", "project_id", "team_id", "tag_state"])
+        for pod in "abcde":
+            w.writerow(["k", "ns", pod, "1", "rag", "nlp", "untagged"])
+    warehouse = tmp_path / "w.duckdb"
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("create schema marts")
+        con.execute("create schema intermediate")
+        con.execute(
+            "create table marts.fct_cost_allocation as select * from (values"
+            " ('k/ns/a/1', 'nlp', 'model_team', 3.0::decimal(38, 18)),"
+            " ('k/ns/a/1', 'nlp', 'model_team', 1.0),"
+            " ('k/ns/b/1', '__unallocated__', 'none', 2.0),"
+            " ('k/ns/c/1', 'vision', 'none', 4.0),"
+            " ('k/ns/d/1', 'nlp', 'model', 5.0),"
+            " ('k/ns/e/1', '__unallocated__', 'none', 6.0)"
+            ") as t(workload_id, team_id, attribution_method, effective_cost)"
+        )
+        con.execute(
+            "create table intermediate.int_workloads as select * from (values"
+            " ('k/ns/a/1', 'model_team', null), ('k/ns/b/1', 'none', null),"
+            " ('k/ns/c/1', 'none', 'vision'), ('k/ns/d/1', 'model', null),"
+            " ('k/ns/e/1', 'none', null)"
+            ") as t(workload_id, attribution_method, label_team_id)"
+        )
+        con.execute(
+            "create table intermediate.int_workload_attribution_predictions as select * from"
+            " (values ('k/ns/a/1', 'nlp', 0.99), ('k/ns/b/1', 'vision', 0.4),"
+            " ('k/ns/c/1', 'nlp', 0.9), ('k/ns/d/1', 'nlp', 0.97), ('k/ns/e/1', null, null)"
+            ") as t(workload_id, predicted_team_id, team_confidence)"
+        )
+    fixed, candidates = team_bound_rows(warehouse, truth)
+    assert candidates == [
+        TeamCandidate("nlp", "nlp", 0.99, Decimal("4.000000000000000000")),
+        TeamCandidate("vision", "nlp", 0.4, Decimal("2.000000000000000000")),
+    ]
+    assert sorted(r.cost for r in fixed) == [Decimal(4), Decimal(5), Decimal(6)]
+    # the money before the team level on a wrong team (c: its team label's), and none of it moved
+    from gpucost.commands.attribution_truth import team_misses
+
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute(
+            "create table marts.dim_projects as select 'rag' as project_id, 'nlp' as team_id"
+        )
+    assert team_misses(warehouse, truth) == (4 / 21, 0.0)
+    with duckdb.connect(str(warehouse)) as con:  # the org mapping names the project's old team
+        con.execute("update marts.dim_projects set team_id = 'vision'")
+    assert team_misses(warehouse, truth) == (4 / 21, 4 / 21)

@@ -96,6 +96,33 @@ FIGURES: tuple[Figure, ...] = (
     Figure("gap_to_claim", "claim gap", False, "claimed - delivered project accuracy"),
     Figure("gap_to_target", "target gap", False, "target accuracy - delivered project accuracy"),
     Figure("ranking_bound", "bound", True, "coverage the best threshold could reach at target"),
+    Figure(
+        "team_bound",
+        "team bound",
+        True,
+        "team coverage the best team threshold could reach at the build's team target (0.98), the"
+        " placements before the team level as they are",
+    ),
+    Figure(
+        "team_ceiling",
+        "team ceil",
+        True,
+        "the same with a perfect ranking of the model's team predictions: the most they can give",
+    ),
+    Figure(
+        "team_missed_before",
+        "pre-team wrong",
+        False,
+        "share of the untagged cost the placements before the team level (project, own name,"
+        " rule, cold start, the pod's team label) put on a wrong team",
+    ),
+    Figure(
+        "team_missed_handover",
+        "of it moved",
+        False,
+        "the part of pre-team wrong whose project had moved to another team (dim_projects names"
+        " its old team)",
+    ),
 )
 
 
@@ -166,9 +193,13 @@ def month_figures(
     warehouse: Path, truth_csv: Path, quality: list[dict[str, Any]], target: float
 ) -> dict[str, Any]:
     """One month's figures (see FIGURES) from its warehouse, its truth and its quality report."""
+    from gpucost.commands.attribution_benchmark import _training_var
     from gpucost.commands.attribution_truth import (
         coverage_at_accuracy,
+        team_bound_rows,
+        team_bounds,
         team_figures,
+        team_misses,
         truth_rows,
     )
     from gpucost.core.attribution import evaluate
@@ -180,6 +211,10 @@ def month_figures(
     teams = team_figures(warehouse, truth_csv)
     claimed = claimed_accuracy(quality)
     delivered = report.accuracy_auto
+    # the build's own team target (var gpucost_attribution_team_target_accuracy, 0.98)
+    team_target = _training_var("team_target_accuracy") or 0.98
+    team_bound, team_ceiling = team_bounds(*team_bound_rows(warehouse, truth_csv), team_target)
+    missed_before, missed_moved = team_misses(warehouse, truth_csv)
     return {
         "threshold": threshold,
         "untagged_cost": teams.cost,
@@ -198,6 +233,10 @@ def month_figures(
         else float(claimed) - delivered,
         "gap_to_target": None if delivered is None else target - delivered,
         "ranking_bound": coverage_at_accuracy(scored, target),
+        "team_bound": team_bound,
+        "team_ceiling": team_ceiling,
+        "team_missed_before": missed_before,
+        "team_missed_handover": missed_moved,
     }
 
 

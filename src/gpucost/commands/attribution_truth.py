@@ -137,7 +137,7 @@ class TeamFigures(NamedTuple):
     label_accuracy: float | None
 
 
-def team_rows(warehouse: Path, truth_csv: Path) -> list[TeamRow]:
+def _team_rows(warehouse: Path, truth_csv: Path) -> list[tuple[str, TeamRow]]:
     """The untagged pods' allocated money (exact effective cost), by the team it went to (None: no
     team, i.e. nobody or the suspense owner), against the team owning the pod's true project at
     the pod's time. A team-only placement (project unattributed) is placed on its team; so is the
@@ -153,15 +153,21 @@ def team_rows(warehouse: Path, truth_csv: Path) -> list[TeamRow]:
             " from marts.fct_cost_allocation where workload_id is not null group by 1, 2, 3"
             " order by 1, 2, 3",
         )
-    out: list[TeamRow] = []
+    out: list[tuple[str, TeamRow]] = []
     for r in rows:
         known = truth.get(r["workload_id"])
         if known is None or known.tag_state not in UNTAGGED_STATES:
             continue
         placed = r["attribution_method"] != "suspense" and r["team_id"] not in NO_TEAM
         by_label = placed and r["attribution_method"] == "none"
-        out.append(TeamRow(r["team_id"] if placed else None, known.team_id, r["cost"], by_label))
+        row = TeamRow(r["team_id"] if placed else None, known.team_id, r["cost"], by_label)
+        out.append((str(r["workload_id"]), row))
     return out
+
+
+def team_rows(warehouse: Path, truth_csv: Path) -> list[TeamRow]:
+    """:func:`_team_rows` without the workload ids."""
+    return [row for _, row in _team_rows(warehouse, truth_csv)]
 
 
 def team_figures(warehouse: Path, truth_csv: Path) -> TeamFigures:
@@ -190,6 +196,133 @@ def team_scores(
         float(placed / total) if total else None,
         float(right / placed) if placed else None,
     )
+
+
+class TeamCandidate(NamedTuple):
+    """An untagged pod the team level decides (method ``model_team``, or nobody placed it and it has
+    no team label of its own): the model's most probable team, its team confidence, the true team
+    and the pod's money."""
+
+    team: str
+    true_team: str
+    confidence: float
+    cost: Decimal
+
+
+def team_bounds(
+    fixed: list[TeamRow], candidates: list[TeamCandidate], accuracy: float
+) -> tuple[float, float]:
+    """(bound, ceiling) of the team coverage at ``accuracy``, given the placements before the team
+    level (``fixed``: every untagged pod's money the team level does not decide, placed or not).
+
+    bound: the most of the untagged cost on a team, with at least ``accuracy`` of it on the true
+    team, that any single threshold on the candidates' team confidences could reach (most confident
+    first, ties together); ceiling: the same with a perfect ranking (every candidate on its true
+    team first): the most the model's team predictions can give, whatever the threshold or the
+    calibration. Both need the truth, and both are 0 where no threshold reaches ``accuracy`` (the
+    placements before the team level are below it, and the candidates cannot lift them). Shares of
+    the total cost (floats: a report, not money)."""
+    total = sum((r.cost for r in fixed), Decimal(0)) + sum((c.cost for c in candidates), Decimal(0))
+    if not total:
+        return 0.0, 0.0
+    placed = sum((r.cost for r in fixed if r.team is not None), Decimal(0))
+    right = sum((r.cost for r in fixed if r.team is not None and r.team == r.true_team), Decimal(0))
+
+    def best(groups: list[list[TeamCandidate]]) -> float:
+        p, k = placed, right
+        most = p if p and k >= Decimal(str(accuracy)) * p else Decimal(0)
+        for group in groups:
+            p += sum((c.cost for c in group), Decimal(0))
+            k += sum((c.cost for c in group if c.team == c.true_team), Decimal(0))
+            if p and k >= Decimal(str(accuracy)) * p:
+                most = p
+        return float(most / total)
+
+    by_confidence: dict[float, list[TeamCandidate]] = {}
+    for c in candidates:
+        by_confidence.setdefault(c.confidence, []).append(c)
+    ranked = [by_confidence[k] for k in sorted(by_confidence, reverse=True)]
+    oracle = sorted(candidates, key=lambda c: (c.team != c.true_team, -c.confidence))
+    return best(ranked), best([[c] for c in oracle])
+
+
+def team_bound_rows(warehouse: Path, truth_csv: Path) -> tuple[list[TeamRow], list[TeamCandidate]]:
+    """:func:`team_bounds`' input from a month's warehouse: the untagged pods' :func:`team_rows`,
+    split into those the team level does not decide (``fixed``) and the candidates it decides."""
+    fixed, candidates = _team_level_split(warehouse, truth_csv)
+    return [row for _, row in fixed], candidates
+
+
+def team_misses(warehouse: Path, truth_csv: Path) -> tuple[float, float]:
+    """(wrong, hand-over) shares of the untagged cost: the money the placements before the team
+    level (project placements, the own name, rules, cold start, a pod's team label) put on another
+    team than the true one, and the part of it whose true project's team at the pod's time is not
+    the one ``dim_projects`` names (a project handed to another team: one org mapping for the whole
+    month says its old team)."""
+    import duckdb
+
+    truth = _truth(truth_csv)
+    fixed, candidates = _team_level_split(warehouse, truth_csv)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        teams = {
+            r["project_id"]: r["team_id"]
+            for r in _rows(con, "select project_id, team_id from marts.dim_projects")
+        }
+    total = sum((r.cost for _, r in fixed), Decimal(0)) + sum(
+        (c.cost for c in candidates), Decimal(0)
+    )
+    missed = [(w, r) for w, r in fixed if r.team is not None and r.team != r.true_team]
+    wrong = sum((r.cost for _, r in missed), Decimal(0))
+    moved = sum(
+        (r.cost for w, r in missed if teams.get(truth[w].project_id) != truth[w].team_id),
+        Decimal(0),
+    )
+    return (float(wrong / total), float(moved / total)) if total else (0.0, 0.0)
+
+
+def _team_level_split(
+    warehouse: Path, truth_csv: Path
+) -> tuple[list[tuple[str, TeamRow]], list[TeamCandidate]]:
+    """The untagged pods' :func:`_team_rows` the team level does not decide, and its candidates
+    (method ``model_team``, or nobody placed the pod and it has no team label: its most probable
+    team and confidence, its money over all its rows)."""
+    import duckdb
+
+    truth = _truth(truth_csv)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        decided = {
+            r["workload_id"]: r
+            for r in _rows(
+                con,
+                """
+                select w.workload_id, p.predicted_team_id, p.team_confidence
+                from intermediate.int_workloads as w
+                inner join intermediate.int_workload_attribution_predictions as p
+                    using (workload_id)
+                where p.predicted_team_id is not null and (
+                    w.attribution_method = 'model_team'
+                    or (w.attribution_method in ('none', 'suspense') and w.label_team_id is null)
+                )
+                """,
+            )
+        }
+    costs: dict[str, Decimal] = {}
+    fixed: list[tuple[str, TeamRow]] = []
+    for workload_id, row in _team_rows(warehouse, truth_csv):
+        if workload_id in decided:
+            costs[workload_id] = costs.get(workload_id, Decimal(0)) + row.cost
+        else:
+            fixed.append((workload_id, row))
+    candidates = [
+        TeamCandidate(
+            str(decided[w]["predicted_team_id"]),
+            truth[w].team_id,
+            float(decided[w]["team_confidence"] or 0.0),
+            cost,
+        )
+        for w, cost in sorted(costs.items())
+    ]
+    return fixed, candidates
 
 
 def read_quality(warehouse: Path) -> list[dict[str, Any]]:
