@@ -1,10 +1,12 @@
 {#- The digest of each line's input rows, for a model built incrementally by line: the same rule as
     gpucost.engines.reuse.fingerprint_sql (the allocation Python models'; tests/python/test_reuse.py
     checks the two give the same digests). `inputs` is a list of [relation, [columns]], every relation
-    keyed by column `key`; `salt` is what every digest also depends on (the model's code). Per input, a
-    line's row count and two sums of 64-bit row hashes (sums, not XOR: two equal rows do not cancel);
-    one md5 over them. The first input names the lines: a key only the others hold gets no digest. Returns
-    input_key (the key as text) and input_fingerprint. -#}
+    keyed by column `key` (columns ['*']: the whole row as one struct, for a CTE of the model that
+    selects only what it reads; fingerprint_sql has no such form); `salt` is what every digest also
+    depends on (the model's code). Per input, a line's row count and two sums of 64-bit row hashes
+    (sums, not XOR: two equal rows do not cancel); one md5 over them. The first input names the lines:
+    a key only the others hold gets no digest. Returns input_key (the key as text) and
+    input_fingerprint. -#}
 {% macro line_digests(inputs, key, salt) -%}
     {%- set salt_literal = "'" ~ (salt | replace("'", "''")) ~ "'" -%}
     select
@@ -15,7 +17,8 @@
         {%- for relation, columns in inputs %}
         {%- set quoted = [] %}
         {%- for column in columns %}{% do quoted.append(adapter.quote(column)) %}{% endfor %}
-        {%- set hashed = quoted | join(', ') %}
+        {#- the whole row: DuckDB reads a relation's name as its row (a struct) -#}
+        {%- set hashed = relation if columns == ['*'] else quoted | join(', ') %}
         select
             {{ loop.index0 }} as frame,
             cast({{ key }} as varchar) as input_key,

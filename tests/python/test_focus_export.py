@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from gpucost.commands import cli
-from gpucost.commands.focus_export import export_focus
+from gpucost.commands.focus_export import BOOKKEEPING, export_focus
 
 # The FOCUS 1.4 columns the export carries, in the spec's (alphabetical) order: every Mandatory column,
 # the Allocated* columns and the Conditional / Recommended ones the bill gives (test_focus14 checks them
@@ -105,6 +105,8 @@ def _sums(rows) -> dict[str, list[Decimal]]:
 
 
 def test_mart_has_the_focus_columns(generated_warehouse):
+    """The FOCUS columns, the custom ones, and the digest of each charge's inputs the build keeps
+    (which the export leaves out: test_focus14 checks every exported column against the spec)."""
     columns = [
         row[0]
         for row in generated_warehouse.sql(
@@ -113,7 +115,7 @@ def test_mart_has_the_focus_columns(generated_warehouse):
             "order by ordinal_position"
         )
     ]
-    assert columns == FOCUS_COLUMNS + CUSTOM_COLUMNS
+    assert columns == FOCUS_COLUMNS + CUSTOM_COLUMNS + list(BOOKKEEPING)
 
 
 def test_allocated_rows_sum_exactly_to_each_origin_charge(generated_warehouse, generated_month):

@@ -300,6 +300,78 @@ def test_a_restated_bill_day_recomputes_only_its_lines_and_equals_a_fresh_build(
         assert fingerprints(warehouse, schema, landing) == fingerprints(fresh, schema, landing)
 
 
+FOCUS = "rpt_focus_allocated_charges"
+
+
+def _charge_rows(warehouse: Path, charge: str) -> list[tuple]:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return con.execute(
+            f'select * from marts.{FOCUS} where "x_OriginChargeId" = ? order by "x_AllocationId"',
+            [charge],
+        ).fetchall()
+
+
+def test_the_focus_mart_writes_again_only_the_charges_whose_digest_changed(
+    late_telemetry, generated_warehouse, tmp_path
+):
+    """rpt_focus_allocated_charges is built by origin charge: a charge whose stored digest differs
+    from its inputs' is written again whole, a row of a charge no longer allocated is deleted, a
+    charge whose digest matches is kept as it is; and a table from before the digests (no
+    input_key / input_fingerprint) is written again whole, equal to the full build."""
+    warehouse = tmp_path / "w" / WAREHOUSE_NAME
+    warehouse.parent.mkdir()
+    shutil.copyfile(late_telemetry.warehouse, warehouse)
+    table = f"marts.{FOCUS}"
+    with duckdb.connect(str(warehouse)) as con:
+        ((changed,), (kept,)) = con.sql(
+            f'select "x_OriginChargeId" from {table} group by 1 order by count(*) desc, 1 limit 2'
+        ).fetchall()
+        # a charge tampered with and its digest with it; a stale row of no allocated charge
+        con.execute(
+            f'update {table} set "BilledCost" = "BilledCost" + 1, input_fingerprint = \'stale\''
+            ' where "x_OriginChargeId" = ?',
+            [changed],
+        )
+        con.execute(
+            f"insert into {table} by name select * replace ('gone' as input_key)"
+            f' from {table} where "x_OriginChargeId" = ? limit 1',
+            [changed],
+        )
+        # a charge tampered with but not its digest: the build keeps it (the digest is its word)
+        descriptions = con.execute(
+            f'select "x_AllocationId", "ChargeDescription" from {table} where "x_OriginChargeId" = ?',
+            [kept],
+        ).fetchall()
+        con.execute(
+            f'update {table} set "ChargeDescription" = \'kept\' where "x_OriginChargeId" = ?',
+            [kept],
+        )
+    build = run_dbt(late_telemetry.landing, warehouse, tmp_path, "build", "-s", FOCUS, *LOOKBACK)
+    assert build.returncode == 0, build.stdout[-4000:]
+    assert _charge_rows(warehouse, changed) == _charge_rows(generated_warehouse.path, changed)
+    with duckdb.connect(str(warehouse)) as con:
+        assert con.sql(f"select count(*) from {table} where input_key = 'gone'").fetchall() == [
+            (0,)
+        ]
+        assert con.execute(
+            f"select bool_and(\"ChargeDescription\" = 'kept') from {table}"
+            ' where "x_OriginChargeId" = ?',
+            [kept],
+        ).fetchall() == [(True,)]
+        con.executemany(
+            f'update {table} set "ChargeDescription" = ? where "x_AllocationId" = ?',
+            [[description, allocation] for allocation, description in descriptions],
+        )
+        # the version before the digests: the same rows without the two columns
+        con.execute(f"alter table {table} drop column input_fingerprint")
+        con.execute(f"alter table {table} drop column input_key")
+    build = run_dbt(late_telemetry.landing, warehouse, tmp_path, "build", "-s", FOCUS, *LOOKBACK)
+    assert build.returncode == 0, build.stdout[-4000:]
+    assert fingerprints(warehouse, "marts", only=(FOCUS,)) == fingerprints(
+        generated_warehouse.path, "marts", only=(FOCUS,)
+    )
+
+
 def test_telemetry_files_re_delivered_or_removed_reload_only_themselves(
     late_telemetry, generated_warehouse, tmp_path
 ):

@@ -4,16 +4,7 @@
 -- Incremental by charge on DuckDB: a charge's shares depend only on its metrics and its allocations' ratios,
 -- whose digest (macro line_digests) each row keeps; a build computes only the charges whose digest changed
 -- or is new, replaces their rows, and deletes the rows of charges no longer allocated.
-{{ config(
-    materialized=('incremental' if target.type == 'duckdb' else 'table'),
-    incremental_strategy='delete+insert',
-    unique_key='input_key',
-    on_schema_change='append_new_columns',
-    post_hook=[
-        "{% if is_incremental() %}delete from {{ this }} where input_key not in"
-        ~ " (select cast(charge_id as varchar) from {{ ref('fct_cost_allocation') }}){% endif %}"
-    ],
-) }}
+{{ config(**by_charge_config()) }}
 
 with
 
@@ -51,13 +42,7 @@ digests as (
 
 charges_to_split as (
 
-    select digests.* from digests
-    {% if is_incremental() -%}
-        where not exists (
-            select 1 from {{ this }} as kept
-            where kept.input_key = digests.input_key and kept.input_fingerprint = digests.input_fingerprint
-        )
-    {%- endif %}
+    {{ charges_to_recompute('digests', is_incremental()) }}
 
 ),
 

@@ -10,32 +10,133 @@
 -- the unallocated portion, as the spec asks. FOCUS 1.4 names: ServiceProviderName and HostProviderName, no
 -- ProviderName / PublisherName (docs/focus-export.md; the column list is checked against the spec in
 -- tests/python/test_focus14.py).
+-- Incremental by origin charge on DuckDB: a charge's rows depend only on its allocations, its own bill line, its
+-- metric splits and its workloads' GPU-hours, whose digest (macro line_digests, over those rows) each row
+-- keeps; a build writes again only the charges whose digest changed or is new, and deletes the rows of charges no
+-- longer allocated. A warehouse built before the digests rebuilds every charge once.
+{{ config(**by_charge_config()) }}
+{#- a table of the version before the digests has no input_fingerprint yet: every charge is written again -#}
+{%- set keeps = is_incremental() and 'input_fingerprint' in (
+    adapter.get_columns_in_relation(this) | map(attribute='name') | list
+) %}
+
 with
 
 allocations as (
 
-    select * from {{ ref('fct_cost_allocation') }}
+    select
+        allocation_id,
+        charge_id,
+        workload_id,
+        team_id,
+        project_id,
+        user_id,
+        cluster_id,
+        node_name,
+        allocation_kind,
+        allocation_basis,
+        attribution_method,
+        unallocated_reason,
+        allocation_ratio,
+        billed_cost,
+        effective_cost
+    from {{ ref('fct_cost_allocation') }}
 
 ),
 
 charges as (
 
-    select * from {{ ref('int_bill_line_items') }}
+    -- the origin charge's columns this model writes (and the digest reads)
+    select
+        charge_id,
+        billing_account_id,
+        billing_account_name,
+        sub_account_id,
+        sub_account_name,
+        invoice_id,
+        invoice_issuer_name,
+        provider_name,
+        host_provider_name,
+        service_name,
+        service_category,
+        charge_category,
+        charge_class,
+        charge_frequency,
+        charge_description,
+        resource_id,
+        resource_name,
+        resource_type,
+        region_id,
+        region_name,
+        availability_zone,
+        sku_id,
+        sku_price_id,
+        pricing_category,
+        pricing_unit,
+        consumed_unit,
+        commitment_discount_id,
+        commitment_discount_category,
+        commitment_discount_name,
+        commitment_discount_status,
+        commitment_discount_type,
+        list_unit_price,
+        contracted_unit_price,
+        list_cost,
+        contracted_cost,
+        pricing_quantity,
+        consumed_quantity,
+        tags,
+        billing_currency,
+        billing_period_start_at,
+        billing_period_end_at,
+        charge_period_start_at,
+        charge_period_end_at
+    from {{ ref('int_bill_line_items') }}
 
 ),
 
 split_metrics as (
 
     -- the origin charge's summable metrics, split exactly by the allocated ratio (built by charge)
-    select * from {{ ref('fct_allocation_metric_splits') }}
+    select
+        allocation_id,
+        charge_id,
+        list_cost,
+        contracted_cost,
+        pricing_quantity,
+        consumed_quantity
+    from {{ ref('fct_allocation_metric_splits') }}
 
 ),
 
 gpu_usage as (
 
     -- GPU-hours of each workload on each GPU node line, under the allocation basis (one rule: fct_gpu_usage)
-    select * from {{ ref('fct_gpu_usage') }}
+    select
+        charge_id,
+        workload_id,
+        gpu_hours
+    from {{ ref('fct_gpu_usage') }}
     where usage_kind = 'usage'
+
+),
+
+-- each charge's rows in every input, every column this model reads; the salt: this model's code, the project's
+-- macros, the engine and the tag keys it writes
+digests as (
+
+    {{ line_digests([
+        ['allocations', ['*']],
+        ['charges', ['*']],
+        ['split_metrics', ['*']],
+        ['gpu_usage', ['*']],
+    ], 'charge_id', line_digest_salt() ~ var('gpucost_tag_key_team') ~ var('gpucost_tag_key_project') ~ var('gpucost_tag_key_user')) }}
+
+),
+
+charges_to_write as (
+
+    {{ charges_to_recompute('digests', keeps) }}
 
 ),
 
@@ -57,6 +158,8 @@ joined as (
         allocations.allocation_ratio,
         allocations.billed_cost,
         allocations.effective_cost,
+        charges_to_write.input_key,
+        charges_to_write.input_fingerprint,
         charges.billing_account_id,
         charges.billing_account_name,
         charges.sub_account_id,
@@ -109,6 +212,7 @@ joined as (
                 then gpu_usage.gpu_hours
         end as gpu_hours
     from allocations
+    inner join charges_to_write on cast(allocations.charge_id as varchar) = charges_to_write.input_key
     inner join charges on allocations.charge_id = charges.charge_id
     left join gpu_usage
         on
@@ -256,7 +360,10 @@ final as (
         attribution_method as "x_AttributionMethod",
         unallocated_reason as "x_UnallocatedReason",
         allocation_ratio as "x_AllocatedRatio",
-        gpu_hours as "x_GpuHours"
+        gpu_hours as "x_GpuHours",
+        -- the digest of the charge's inputs (not exported: gpucost export-focus leaves them out)
+        input_key,
+        input_fingerprint
     from described
 
 )

@@ -25,6 +25,8 @@ from gpucost.commands.safe_output import (
 )
 
 MART = "marts.rpt_focus_allocated_charges"
+# the mart's columns for building it by charge (each charge's input digest): not FOCUS data
+BOOKKEEPING = ("input_key", "input_fingerprint")
 
 MONTH_PATTERN = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 
@@ -81,7 +83,9 @@ def export_focus(
             pseudonymiser.register(con, owner_user_tag_keys(default_project_dir()))
         columns = con.sql(f"describe select * from {MART}").fetchall()
         select = ", ".join(
-            _column_sql(name, data_type, kind, pseudonymiser) for name, data_type, *_ in columns
+            _column_sql(name, data_type, kind, pseudonymiser)
+            for name, data_type, *_ in columns
+            if name not in BOOKKEEPING
         )
         query = f'select {select} from {MART} {where} order by "x_OriginChargeId", "x_AllocationId"'
         rows = con.sql(f"select count(*) from {MART} {where}").fetchall()[0][0]
