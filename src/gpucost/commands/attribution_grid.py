@@ -193,7 +193,6 @@ def month_figures(
     warehouse: Path, truth_csv: Path, quality: list[dict[str, Any]], target: float
 ) -> dict[str, Any]:
     """One month's figures (see FIGURES) from its warehouse, its truth and its quality report."""
-    from gpucost.commands.attribution_benchmark import _training_var
     from gpucost.commands.attribution_truth import (
         coverage_at_accuracy,
         team_bound_rows,
@@ -202,6 +201,7 @@ def month_figures(
         team_misses,
         truth_rows,
     )
+    from gpucost.commands.safe_output import default_project_dir, project_var
     from gpucost.core.attribution import evaluate
 
     holdout = next((q for q in quality if q["metric_group"] == "holdout"), {})
@@ -212,7 +212,9 @@ def month_figures(
     claimed = claimed_accuracy(quality)
     delivered = report.accuracy_auto
     # the build's own team target (var gpucost_attribution_team_target_accuracy, 0.98)
-    team_target = _training_var("team_target_accuracy") or 0.98
+    team_target = float(
+        project_var(default_project_dir(), "gpucost_attribution_team_target_accuracy") or 0.98
+    )
     team_bound, team_ceiling = team_bounds(*team_bound_rows(warehouse, truth_csv), team_target)
     missed_before, missed_moved = team_misses(warehouse, truth_csv)
     return {
