@@ -226,7 +226,10 @@ def test_team_bounds_sweep_one_threshold_and_a_perfect_ranking() -> None:
     """The team bound adds the team level's candidates most confident first (ties together) to the
     placements before it, and keeps the largest coverage at the accuracy; the ceiling ranks them
     perfectly (every right one first)."""
-    from gpucost.commands.attribution_truth import TeamCandidate, team_bounds
+    from gpucost.commands.attribution_truth import TeamCandidate, TeamLevel, team_bounds
+
+    def bounds(fixed, candidates, accuracy):
+        return team_bounds(TeamLevel([("w", r) for r in fixed], candidates), accuracy)
 
     fixed = [TeamRow("nlp", "nlp", Decimal(6), False)]
     candidates = [
@@ -235,31 +238,31 @@ def test_team_bounds_sweep_one_threshold_and_a_perfect_ranking() -> None:
         TeamCandidate("recsys", "recsys", 0.5, Decimal(1)),
     ]
     # at 0.9: fixed 6/6, +2 8/8, +1 8/9 (below), +1 9/10 = 0.9: all of it
-    assert team_bounds(fixed, candidates, 0.9) == (1.0, 1.0)
+    assert bounds(fixed, candidates, 0.9) == (1.0, 1.0)
     # at 0.95 the wrong one stops the sweep at 8/10; a perfect ranking places both right ones
-    assert team_bounds(fixed, candidates, 0.95) == (0.8, 0.9)
+    assert bounds(fixed, candidates, 0.95) == (0.8, 0.9)
     # ties go together: a right and a wrong candidate at one confidence cannot be split
     tied = [
         TeamCandidate("nlp", "nlp", 0.7, Decimal(1)),
         TeamCandidate("x", "nlp", 0.7, Decimal(1)),
     ]
-    assert team_bounds(fixed, tied, 0.95)[0] == 0.75  # fixed 6 of 8 only
+    assert bounds(fixed, tied, 0.95)[0] == 0.75  # fixed 6 of 8 only
     # placements before the team level below the accuracy, and nothing lifts them: 0
     wrong = [TeamRow("nlp", "vision", Decimal(1), True), TeamRow(None, "nlp", Decimal(3), False)]
-    assert team_bounds(wrong, [], 0.98) == (0.0, 0.0)
+    assert bounds(wrong, [], 0.98) == (0.0, 0.0)
     # enough right candidates lift a wrong placement above the accuracy
     many = [TeamCandidate("nlp", "nlp", 0.6, Decimal(99))]
-    assert team_bounds(wrong, many, 0.98) == (100 / 103, 100 / 103)
-    assert team_bounds([], [], 0.98) == (0.0, 0.0)
+    assert bounds(wrong, many, 0.98) == (100 / 103, 100 / 103)
+    assert bounds([], [], 0.98) == (0.0, 0.0)
 
 
-def test_team_bound_rows_split_what_the_team_level_decides(tmp_path: Path) -> None:
+def test_team_level_splits_what_the_team_level_decides(tmp_path: Path) -> None:
     """A team-only placement and an unplaced pod without a team label are the team level's
     candidates (its prediction, the pod's money over all its rows); a pod kept on its team label, a
     project placement and a pod without a prediction are fixed."""
     import duckdb
 
-    from gpucost.commands.attribution_truth import TeamCandidate, team_bound_rows
+    from gpucost.commands.attribution_truth import TeamCandidate, team_level
 
     truth = tmp_path / "workloads.csv"
     with truth.open("w", newline="", encoding="utf-8") as f:
@@ -294,7 +297,8 @@ def test_team_bound_rows_split_what_the_team_level_decides(tmp_path: Path) -> No
             " ('k/ns/c/1', 'nlp', 0.9), ('k/ns/d/1', 'nlp', 0.97), ('k/ns/e/1', null, null)"
             ") as t(workload_id, predicted_team_id, team_confidence)"
         )
-    fixed, candidates = team_bound_rows(warehouse, truth)
+    level = team_level(warehouse, truth)
+    fixed, candidates = [r for _, r in level.fixed], level.candidates
     assert candidates == [
         TeamCandidate("nlp", "nlp", 0.99, Decimal("4.000000000000000000")),
         TeamCandidate("vision", "nlp", 0.4, Decimal("2.000000000000000000")),
@@ -307,7 +311,7 @@ def test_team_bound_rows_split_what_the_team_level_decides(tmp_path: Path) -> No
         con.execute(
             "create table marts.dim_projects as select 'rag' as project_id, 'nlp' as team_id"
         )
-    assert team_misses(warehouse, truth) == (4 / 21, 0.0)
+    assert team_misses(warehouse, truth, level) == (4 / 21, 0.0)
     with duckdb.connect(str(warehouse)) as con:  # the org mapping names the project's old team
         con.execute("update marts.dim_projects set team_id = 'vision'")
-    assert team_misses(warehouse, truth) == (4 / 21, 4 / 21)
+    assert team_misses(warehouse, truth, level) == (4 / 21, 4 / 21)

@@ -34,6 +34,7 @@ from gpucost.commands.attribution_truth import (
     coverage_at_accuracy,
     read_quality,
     team_figures,
+    training_var,
     truth_rows,
 )
 
@@ -92,23 +93,15 @@ def time_training(warehouse: Path, workloads: int, seed: int) -> tuple[float, fl
         sorted(known),
         training_days=None,
         seed=seed,
-        target_accuracy=_training_var("target_accuracy"),
+        target_accuracy=training_var("target_accuracy"),
         teams=project_teams(records, mapping),
-        team_target_accuracy=_training_var("team_target_accuracy"),
-        mislabel_confidence=_training_var("mislabel_confidence"),
+        team_target_accuracy=training_var("team_target_accuracy"),
+        mislabel_confidence=training_var("mislabel_confidence"),
         declared=mapping,
     )
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     model = result.model
     return elapsed, cpu, model.training_workloads if model else 0, len(result.predictions)
-
-
-def _training_var(name: str) -> float | None:
-    """A build's training setting: the project's var ``gpucost_attribution_<name>``."""
-    from gpucost.commands.safe_output import default_project_dir, project_var
-
-    value = project_var(default_project_dir(), f"gpucost_attribution_{name}")
-    return None if value is None else float(value)
 
 
 def _pct(x: float | None) -> str:

@@ -195,13 +195,13 @@ def month_figures(
     """One month's figures (see FIGURES) from its warehouse, its truth and its quality report."""
     from gpucost.commands.attribution_truth import (
         coverage_at_accuracy,
-        team_bound_rows,
         team_bounds,
         team_figures,
+        team_level,
         team_misses,
+        training_var,
         truth_rows,
     )
-    from gpucost.commands.safe_output import default_project_dir, project_var
     from gpucost.core.attribution import evaluate
 
     holdout = next((q for q in quality if q["metric_group"] == "holdout"), {})
@@ -212,11 +212,10 @@ def month_figures(
     claimed = claimed_accuracy(quality)
     delivered = report.accuracy_auto
     # the build's own team target (var gpucost_attribution_team_target_accuracy, 0.98)
-    team_target = float(
-        project_var(default_project_dir(), "gpucost_attribution_team_target_accuracy") or 0.98
-    )
-    team_bound, team_ceiling = team_bounds(*team_bound_rows(warehouse, truth_csv), team_target)
-    missed_before, missed_moved = team_misses(warehouse, truth_csv)
+    team_target = training_var("team_target_accuracy") or 0.98
+    level = team_level(warehouse, truth_csv)
+    team_bound, team_ceiling = team_bounds(level, team_target)
+    missed_before, missed_moved = team_misses(warehouse, truth_csv, level)
     return {
         "threshold": threshold,
         "untagged_cost": teams.cost,

@@ -209,11 +209,24 @@ class TeamCandidate(NamedTuple):
     cost: Decimal
 
 
-def team_bounds(
-    fixed: list[TeamRow], candidates: list[TeamCandidate], accuracy: float
-) -> tuple[float, float]:
+class TeamLevel(NamedTuple):
+    """A month's untagged pods as the team level sees them (:func:`team_level`): the money it does
+    not decide (``fixed``: workload id and :class:`TeamRow`, placed or not) and its candidates."""
+
+    fixed: list[tuple[str, TeamRow]]
+    candidates: list[TeamCandidate]
+
+    @property
+    def total(self) -> Decimal:
+        """All the untagged cost."""
+        return sum((r.cost for _, r in self.fixed), Decimal(0)) + sum(
+            (c.cost for c in self.candidates), Decimal(0)
+        )
+
+
+def team_bounds(level: TeamLevel, accuracy: float) -> tuple[float, float]:
     """(bound, ceiling) of the team coverage at ``accuracy``, given the placements before the team
-    level (``fixed``: every untagged pod's money the team level does not decide, placed or not).
+    level (``level.fixed``: every untagged pod's money the team level does not decide).
 
     bound: the most of the untagged cost on a team, with at least ``accuracy`` of it on the true
     team, that any single threshold on the candidates' team confidences could reach (most confident
@@ -222,38 +235,33 @@ def team_bounds(
     calibration. Both need the truth, and both are 0 where no threshold reaches ``accuracy`` (the
     placements before the team level are below it, and the candidates cannot lift them). Shares of
     the total cost (floats: a report, not money)."""
-    total = sum((r.cost for r in fixed), Decimal(0)) + sum((c.cost for c in candidates), Decimal(0))
+    total = level.total
     if not total:
         return 0.0, 0.0
-    placed = sum((r.cost for r in fixed if r.team is not None), Decimal(0))
-    right = sum((r.cost for r in fixed if r.team is not None and r.team == r.true_team), Decimal(0))
+    fixed = [r for _, r in level.fixed if r.team is not None]
+    placed = sum((r.cost for r in fixed), Decimal(0))
+    right = sum((r.cost for r in fixed if r.team == r.true_team), Decimal(0))
+    share = Decimal(str(accuracy))
 
     def best(groups: list[list[TeamCandidate]]) -> float:
         p, k = placed, right
-        most = p if p and k >= Decimal(str(accuracy)) * p else Decimal(0)
+        most = p if p and k >= share * p else Decimal(0)
         for group in groups:
             p += sum((c.cost for c in group), Decimal(0))
             k += sum((c.cost for c in group if c.team == c.true_team), Decimal(0))
-            if p and k >= Decimal(str(accuracy)) * p:
+            if p and k >= share * p:
                 most = p
         return float(most / total)
 
     by_confidence: dict[float, list[TeamCandidate]] = {}
-    for c in candidates:
+    for c in level.candidates:
         by_confidence.setdefault(c.confidence, []).append(c)
     ranked = [by_confidence[k] for k in sorted(by_confidence, reverse=True)]
-    oracle = sorted(candidates, key=lambda c: (c.team != c.true_team, -c.confidence))
+    oracle = sorted(level.candidates, key=lambda c: (c.team != c.true_team, -c.confidence))
     return best(ranked), best([[c] for c in oracle])
 
 
-def team_bound_rows(warehouse: Path, truth_csv: Path) -> tuple[list[TeamRow], list[TeamCandidate]]:
-    """:func:`team_bounds`' input from a month's warehouse: the untagged pods' :func:`team_rows`,
-    split into those the team level does not decide (``fixed``) and the candidates it decides."""
-    fixed, candidates = _team_level_split(warehouse, truth_csv)
-    return [row for _, row in fixed], candidates
-
-
-def team_misses(warehouse: Path, truth_csv: Path) -> tuple[float, float]:
+def team_misses(warehouse: Path, truth_csv: Path, level: TeamLevel) -> tuple[float, float]:
     """(wrong, hand-over) shares of the untagged cost: the money the placements before the team
     level (project placements, the own name, rules, cold start, a pod's team label) put on another
     team than the true one, and the part of it whose true project's team at the pod's time is not
@@ -262,16 +270,13 @@ def team_misses(warehouse: Path, truth_csv: Path) -> tuple[float, float]:
     import duckdb
 
     truth = _truth(truth_csv)
-    fixed, candidates = _team_level_split(warehouse, truth_csv)
     with duckdb.connect(str(warehouse), read_only=True) as con:
         teams = {
             r["project_id"]: r["team_id"]
             for r in _rows(con, "select project_id, team_id from marts.dim_projects")
         }
-    total = sum((r.cost for _, r in fixed), Decimal(0)) + sum(
-        (c.cost for c in candidates), Decimal(0)
-    )
-    missed = [(w, r) for w, r in fixed if r.team is not None and r.team != r.true_team]
+    total = level.total
+    missed = [(w, r) for w, r in level.fixed if r.team is not None and r.team != r.true_team]
     wrong = sum((r.cost for _, r in missed), Decimal(0))
     moved = sum(
         (r.cost for w, r in missed if teams.get(truth[w].project_id) != truth[w].team_id),
@@ -280,9 +285,7 @@ def team_misses(warehouse: Path, truth_csv: Path) -> tuple[float, float]:
     return (float(wrong / total), float(moved / total)) if total else (0.0, 0.0)
 
 
-def _team_level_split(
-    warehouse: Path, truth_csv: Path
-) -> tuple[list[tuple[str, TeamRow]], list[TeamCandidate]]:
+def team_level(warehouse: Path, truth_csv: Path) -> TeamLevel:
     """The untagged pods' :func:`_team_rows` the team level does not decide, and its candidates
     (method ``model_team``, or nobody placed the pod and it has no team label: its most probable
     team and confidence, its money over all its rows)."""
@@ -322,7 +325,15 @@ def _team_level_split(
         )
         for w, cost in sorted(costs.items())
     ]
-    return fixed, candidates
+    return TeamLevel(fixed, candidates)
+
+
+def training_var(name: str) -> float | None:
+    """A build's training setting: the project's var ``gpucost_attribution_<name>``."""
+    from gpucost.commands.safe_output import default_project_dir, project_var
+
+    value = project_var(default_project_dir(), f"gpucost_attribution_{name}")
+    return None if value is None else float(value)
 
 
 def read_quality(warehouse: Path) -> list[dict[str, Any]]:
