@@ -13,6 +13,8 @@
 -- (declared_match in int_workload_attribution_scores): method cold_start (project) or cold_start_team.
 -- Before the model: a workload whose own name (pod, owner) singles out one project of the org mapping goes to it when
 -- that path's precision on the labelled workloads reaches the target (declared_match name): method declared_name.
+-- Hand-overs: a workload of a project its pods' team labels show handed to another team
+-- (int_project_team_handovers) that starts at or after the hand-over is that team's, whoever placed the project.
 -- attribution_confidence: 1 for declared owners, the model's probability for model owners (the team's for
 -- model_team), 0 otherwise.
 {%- set suspense_team = var('gpucost_attribution_suspense_team_id') %}
@@ -34,6 +36,21 @@ predictions as (
 org_mapping as (
 
     select * from {{ ref('stg_reference__org_mapping') }}
+
+),
+
+handovers as (
+
+    select * from {{ ref('int_project_team_handovers') }}
+
+),
+
+starts as (
+
+    select
+        workload_id,
+        started_epoch
+    from {{ ref('int_workload_features') }}
 
 ),
 
@@ -138,15 +155,29 @@ owned as (
 
 ),
 
+handed_over as (
+
+    select
+        owned.*,
+        coalesce(handovers.to_team_id, owned.team_id) as owner_team_id
+    from owned
+    left join starts on owned.workload_id = starts.workload_id
+    left join handovers
+        on
+        owned.project_id = handovers.project_id
+        and starts.started_epoch >= handovers.handed_over_epoch
+
+),
+
 final as (
 
     select
         workload_id,
         cluster_id,
-        team_id,
+        owner_team_id as team_id,
         project_id,
         user_id,
-        team_id || '|' || project_id as owner_key,
+        owner_team_id || '|' || project_id as owner_key,
         namespace,
         pod,
         label_project_id,
@@ -160,7 +191,7 @@ final as (
         attribution_model_version,
         unattributed_reason,
         is_attributed
-    from owned
+    from handed_over
 
 )
 
