@@ -25,6 +25,7 @@ from gpucost.commands.labels import owner_label
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 NO_TEAM = "no team: not in the org mapping"
+HANDOVERS_HEADING = "The org mapping looks out of date"
 
 st.set_page_config(page_title="Attribution review queue", page_icon=":mag:", layout="wide")
 
@@ -141,6 +142,37 @@ def _form(con, item: dict, overrides: Path, projects: dict[str, str] | None) -> 
         )
 
 
+def _handovers(rows: list[dict] | None) -> None:
+    """The projects the org mapping gives to their old team, with the evidence and the money the
+    build moved to the new team: a finding to correct ``reference/*.csv`` with, not a decision."""
+    if not rows:
+        return
+    st.header(HANDOVERS_HEADING)
+    st.caption(
+        "Each project's own labelled pods name its mapped team, then another team. The build "
+        "charges the project's workloads from that date on to the new team; correct the project's "
+        "team in the org mapping (`reference/*.csv`) to settle it."
+    )
+    st.dataframe(
+        [
+            {
+                "project": row["project_id"],
+                "mapped team": row["from_team_id"],
+                "its pods say": row["to_team_id"],
+                "since (UTC)": row["handed_over_at"],
+                "labelled pods since": f"{row['pods_after_agreeing']} of {row['pods_after']}",
+                "labelled pods before": f"{row['pods_before_agreeing']} of {row['pods_before']}",
+                "workloads moved": row["workloads_moved"],
+                "cost moved": data.fmt_money(row["moved_effective_cost"], row["billing_currency"]),
+                "first pod of the new team": row["first_workload_id"],
+            }
+            for row in rows
+        ],
+        hide_index=True,
+        key="review-handovers",
+    )
+
+
 def main() -> None:
     st.title("Attribution review queue")
     directory = data.parquet_dir(PROJECT_DIR)
@@ -167,6 +199,7 @@ def main() -> None:
             st.header(detail.markdown_literal(heading))
             for item in members:
                 _item(con, item, overrides, projects)
+        _handovers(detail.team_handovers(con))
     finally:
         con.close()
     # an empty marker written last: the browser test waits for it (no text on the page)

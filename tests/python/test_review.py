@@ -355,3 +355,47 @@ def decide_in_browser(
     page = run_page_script(node, script, url, server, log)
     assert page["exceptions"] == [] and page["page_errors"] == []
     return page
+
+
+def test_a_stale_org_mapping_is_listed_after_the_queue_and_on_the_page(
+    generated_warehouse, tmp_path, monkeypatch, capsys
+):
+    from streamlit.testing.v1 import AppTest
+
+    # the generated month hands no project over: nothing to list there
+    assert generated_warehouse.sql("select count(*) from marts.rpt_team_handovers") == [(0,)]
+    _, out, _ = _review(capsys, "list", "--warehouse", str(generated_warehouse.path))
+    assert "org mapping" not in out
+    tampered = generated_warehouse.copy("team_handovers")
+    project = "summ\x1barizer[x](http://evil.example)"
+    with duckdb.connect(str(tampered)) as con:
+        con.execute(
+            "insert into marts.rpt_team_handovers values (1, ?, 'Summarizer', 'nlp', 'recsys',"
+            " timestamp '2026-10-09 03:20:00', 7, 6, 12, 12, 'c/ns/p/u', 21, 'USD', 1234.565)",
+            [project],
+        )
+    code, out, _ = _review(capsys, "list", "--warehouse", str(tampered))
+    assert code == 0
+    head, line = out.splitlines()[-2:]
+    assert head.startswith("The org mapping looks out of date")
+    assert line == (
+        "  summ\\x1barizer[x](http://evil.example): mapped to team nlp, its pods say team recsys"
+        " since 2026-10-09 03:20 UTC (12 of 12 labelled pods since, 6 of 7 before);"
+        " 21 workloads charged to recsys, 1,234.57 USD"
+    )
+    out_dir = tmp_path / "parquet"
+    publish_marts(tampered, out_dir, log=None)
+    monkeypatch.setenv("GPUCOST_PARQUET_DIR", str(out_dir))
+    monkeypatch.setenv(review.OVERRIDES_ENV, str(_overrides(tmp_path)))
+    page = PROJECT_DIR / "dashboard" / "pages" / "review.py"
+    app = AppTest.from_file(str(page), default_timeout=60).run()
+    assert not app.exception
+    assert app.header[-1].value == "The org mapping looks out of date"
+    [table] = app.dataframe
+    [row] = table.value.to_dict("records")
+    # the landed id as data, not markdown
+    assert (row["project"], row["its pods say"], row["cost moved"]) == (
+        project,
+        "recsys",
+        "1,234.57 USD",
+    )

@@ -45,6 +45,7 @@ OPTIONAL_TABLES = (
     "dim_projects",
     "rpt_budget_status",
     "rpt_attribution_review",
+    "rpt_team_handovers",
     "fct_inference_unit_cost",
 )
 

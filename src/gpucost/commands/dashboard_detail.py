@@ -488,6 +488,15 @@ def review_sections(items: list[dict]) -> list[tuple[str, str, list[dict]]]:
     ]
 
 
+def team_handovers(con: duckdb.DuckDBPyConnection) -> list[dict] | None:
+    """The projects the org mapping gives to their old team (``rpt_team_handovers``: their own pods
+    name another team since a date), by rank, one row per project and currency; None when that mart
+    was not published. Not filtered: the org mapping is one for every month and cluster."""
+    if not has_table(con, "rpt_team_handovers"):
+        return None
+    return _rows(con, "select * from rpt_team_handovers order by handover_rank")
+
+
 def org_projects(con: duckdb.DuckDBPyConnection) -> dict[str, str] | None:
     """The org mapping's projects and their teams (``dim_projects`` rows from the org mapping), or
     None when there is none to check against (not published, or no mapping landed: then, as in the

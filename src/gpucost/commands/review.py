@@ -56,6 +56,7 @@ ACTIONS = ("accept", "reassign", "reject", "confirm")
 """What a decision does; ``confirm``: a rejected suspected mislabel (an override naming its tag)."""
 REVIEW_TABLE = "rpt_attribution_review"
 PROJECTS_TABLE = "dim_projects"
+HANDOVERS_TABLE = "rpt_team_handovers"
 _RE2_SPECIAL = re.compile(r"([\\.^$*+?()\[\]{}|])")
 
 
@@ -214,7 +215,8 @@ def _append(path: Path, row: dict[str, str]) -> None:
 
 
 def open_queue(warehouse: Path | None = None, parquet: Path | None = None):
-    """A DuckDB connection where ``rpt_attribution_review`` (and ``dim_projects``, when there)
+    """A DuckDB connection where ``rpt_attribution_review`` (and ``dim_projects`` and
+    ``rpt_team_handovers``, when there)
     read unqualified: the published Parquet files (copied into memory) or the warehouse's marts
     (read only)."""
     if parquet is not None:
@@ -225,7 +227,7 @@ def open_queue(warehouse: Path | None = None, parquet: Path | None = None):
                 "(`gpucost build`, `gpucost publish`)"
             )
         con = duckdb.connect(":memory:")
-        for name in (REVIEW_TABLE, PROJECTS_TABLE):
+        for name in (REVIEW_TABLE, PROJECTS_TABLE, HANDOVERS_TABLE):
             path = parquet / f"{name}.parquet"
             if path.is_file():
                 con.execute(f"create table {name} as select * from read_parquet(?)", [str(path)])
@@ -330,6 +332,25 @@ def format_queue(items: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
+def format_handovers(rows: Sequence[dict]) -> str:
+    """The projects the org mapping gives to their old team (``rpt_team_handovers``), as text;
+    empty when there are none."""
+    if not rows:
+        return ""
+    lines = ["", "The org mapping looks out of date (correct reference/*.csv to settle it):"]
+    for row in rows:
+        lines.append(
+            f"  {_plain(row['project_id'])}: mapped to team {_plain(row['from_team_id'])},"
+            f" its pods say team {_plain(row['to_team_id'])}"
+            f" since {row['handed_over_at']:%Y-%m-%d %H:%M} UTC"
+            f" ({row['pods_after_agreeing']} of {row['pods_after']} labelled pods since,"
+            f" {row['pods_before_agreeing']} of {row['pods_before']} before);"
+            f" {row['workloads_moved']} workloads charged to {_plain(row['to_team_id'])},"
+            f" {fmt_money(row['moved_effective_cost'], row['billing_currency'])}"
+        )
+    return "\n".join(lines)
+
+
 def _connection(args: argparse.Namespace):
     if args.parquet:
         return open_queue(parquet=Path(args.parquet).expanduser())
@@ -343,6 +364,9 @@ def cmd_review(args: argparse.Namespace) -> int:
         try:
             if args.action == "list":
                 print(format_queue(detail.review_items(con, Filters(), limit=args.limit)))
+                handovers = format_handovers(detail.team_handovers(con) or [])
+                if handovers:
+                    print(handovers)
                 return 0
             decision = decide(
                 con,
