@@ -1,13 +1,14 @@
-"""Projects handed to another team, found in the team labels of their own pods
+"""Projects handed to another team, found in the teams their own pods declare
 (gpucost.core.attribution.handovers): one row per project whose pods with a declared project
-(valid label, Slurm account, override or rule) and a team label name its mapped team, then another
-team. int_workloads charges the project's workloads that start at or after the hand-over to the
-new team. Off (no rows) with var gpucost_attribution_detect_handovers false, or without an org
-mapping."""
+(valid label, Slurm account, override or rule) and a declared team (the team label, else the team
+the namespace names: declared_team) name its mapped team, then another team. int_workloads charges
+the project's workloads that start at or after the hand-over to the new team. Off (no rows) with
+var gpucost_attribution_detect_handovers false, or without an org mapping."""
 
 import pyarrow as pa
 
-from gpucost.core.attribution.handovers import TeamEvidence, find_handovers
+from gpucost.core.attribution.cold_start import Declared
+from gpucost.core.attribution.handovers import TeamEvidence, declared_team, find_handovers
 from gpucost.engines.arrow_io import rows_of, table_of
 
 SCHEMA = pa.schema(
@@ -28,34 +29,36 @@ SCHEMA = pa.schema(
 def model(dbt, session):
     dbt.config(materialized="table")
     detect = dbt.config.get("detect_handovers")
-    mapping = {
-        r["project_id"]: r["team_id"]
-        for r in rows_of(dbt.ref("stg_reference__org_mapping").project("project_id, team_id"))
-        if r["team_id"]
-    }
-    evidence = rows_of(
+    org = rows_of(
+        dbt.ref("stg_reference__org_mapping").project(
+            "project_id, project_name, team_id, team_name"
+        )
+    )
+    mapping = {r["project_id"]: r["team_id"] for r in org if r["team_id"]}
+    declared = Declared.of(org)
+    pods = rows_of(
         dbt.ref("int_workload_features")
         .filter(
-            "coalesce(known_project_id, rule_project_id) is not null"
-            " and team_label is not null and started_epoch is not null"
+            "coalesce(known_project_id, rule_project_id) is not null and started_epoch is not null"
         )
         .project(
             "workload_id, coalesce(known_project_id, rule_project_id) as project_id,"
-            " team_label, cast(started_epoch as bigint) as started_epoch"
+            " team_label, namespace, cast(started_epoch as bigint) as started_epoch"
         )
     )
     found = []
     if str(detect).strip().lower() not in ("false", "0", "none", ""):
-        found = find_handovers(
-            (
-                TeamEvidence(
-                    project_id=r["project_id"],
-                    team_id=r["team_label"],
-                    started_epoch=int(r["started_epoch"]),
-                    workload_id=r["workload_id"],
+        evidence = []
+        for r in pods:
+            team = declared_team(r["team_label"], r["namespace"], declared)
+            if team:
+                evidence.append(
+                    TeamEvidence(
+                        project_id=r["project_id"],
+                        team_id=team,
+                        started_epoch=int(r["started_epoch"]),
+                        workload_id=r["workload_id"],
+                    )
                 )
-                for r in evidence
-            ),
-            mapping,
-        )
+        found = find_handovers(evidence, mapping)
     return table_of((h.__dict__ for h in found), SCHEMA)

@@ -1,11 +1,13 @@
-"""Hand-overs found in the team labels of a project's own pods (gpucost.core.attribution.handovers)."""
+"""Hand-overs found in the teams a project's own pods declare (gpucost.core.attribution.handovers)."""
 
 from __future__ import annotations
 
+from gpucost.core.attribution.cold_start import Declared
 from gpucost.core.attribution.handovers import (
     Handover,
     HandoverRule,
     TeamEvidence,
+    declared_team,
     find_handovers,
 )
 
@@ -91,3 +93,22 @@ def test_projects_the_mapping_does_not_name_are_ignored_and_each_project_is_read
     evidence += pods("summarizer", "ooooooNNNNNN")
     found = find_handovers(reversed(evidence), MAPPING)
     assert [(h.project_id, h.to_team_id) for h in found] == [("summarizer", "recsys")]
+
+
+def test_a_pod_declares_its_team_label_else_the_one_team_its_namespace_names():
+    declared = Declared.of(
+        [
+            {"project_id": "summarizer", "project_name": "Summarizer", "team_id": "nlp"},
+            {"project_id": "feed", "team_id": "recsys", "team_name": "Recommendations"},
+            {"project_id": "detector", "team_id": "vision"},
+        ]
+    )
+    assert declared_team("vision", "team-recsys", declared) == "vision"  # the label first
+    assert declared_team(None, "team-recsys", declared) == "recsys"
+    assert declared_team(None, "recommendations-batch", declared) == "recsys"  # the team's name
+    assert declared_team("", "team-nlp", declared) == "nlp"
+    # a namespace named after a project says nothing of who owns it now; two teams name none
+    assert declared_team(None, "summarizer", declared) is None
+    assert declared_team(None, "nlp-vision-shared", declared) is None
+    assert declared_team(None, "batch", declared) is None
+    assert declared_team(None, None, declared) is None

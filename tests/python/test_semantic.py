@@ -429,6 +429,7 @@ def test_dbt_docs_generate_documents_every_mart_column(generated_warehouse: Ware
         "rpt_reconciliation",
         "rpt_budget_status",
         "rpt_attribution_review",
+        "rpt_team_handovers",
         "dim_teams",
         "dim_projects",
     }

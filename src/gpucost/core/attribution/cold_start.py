@@ -111,6 +111,13 @@ class Declared:
             project = None
         return project, team, ", ".join(project_terms + team_terms)
 
+    def team_named(self, text: Any) -> str | None:
+        """The one team whose own id or name appears in ``text`` (a namespace: ``team-recsys``), not
+        through a project's (a namespace named after a project says nothing of who owns it now)."""
+        words = _grams([text], self.longest)
+        teams = {team for term, team in self.teams.items() if term in words}
+        return next(iter(teams)) if len(teams) == 1 else None
+
     def named(self, record: Mapping[str, Any]) -> tuple[str | None, str]:
         """(the one project the workload's own name singles out, the terms that did)."""
         words = _grams([record.get(k) for k in _OWN_NAME], self.longest)

@@ -4,7 +4,8 @@ The org mapping (``reference/*.csv``) names one team per project. Organisations 
 between teams, and the mapping is updated late or never: until then every one of the project's
 workloads, tagged or placed, is charged to the old team. The project's own pods say so first. The
 pods with a declared project (a valid project label, a Slurm account, an override or a rule) often
-carry a team label as well, their people's. For a project that changed hands these labels show a
+carry a team label as well, their people's, or run in a namespace named after their team
+(``team-recsys``: :func:`declared_team`). For a project that changed hands these teams show a
 change point: the mapping's team for a while, then another team.
 
 :func:`find_handovers` looks for that change point and nothing weaker. A project is handed over
@@ -30,6 +31,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
+
+from gpucost.core.attribution.cold_start import Declared
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,14 @@ class Handover:
     pods_after: int
     pods_after_agreeing: int
     first_workload_id: str
+
+
+def declared_team(team_label: str | None, namespace: Any, declared: Declared) -> str | None:
+    """The team a pod declares: its team label, else the one team of the org mapping its namespace
+    names by the team's own id or name (``team-recsys``); None when neither says."""
+    if team_label:
+        return team_label
+    return declared.team_named(namespace)
 
 
 def _ordered(evidence: Iterable[TeamEvidence]) -> dict[str, list[TeamEvidence]]:
