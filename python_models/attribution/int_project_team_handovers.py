@@ -2,8 +2,9 @@
 (gpucost.core.attribution.handovers): one row per project whose pods with a declared project
 (valid label, Slurm account, override or rule) and a declared team (the team label, else the team
 the namespace names: declared_team) name its mapped team, then another team. int_workloads charges
-the project's workloads that start at or after the hand-over to the new team. Off (no rows) with
-var gpucost_attribution_detect_handovers false, or without an org mapping."""
+the project's workloads that start at or after the hand-over to the new team. A project the org
+mapping dates (valid_from / valid_to: int_org_project_team_periods) is left to its declared history.
+Off (no rows) with var gpucost_attribution_detect_handovers false, or without an org mapping."""
 
 import pyarrow as pa
 
@@ -34,7 +35,14 @@ def model(dbt, session):
             "project_id, project_name, team_id, team_name"
         )
     )
-    mapping = {r["project_id"]: r["team_id"] for r in org if r["team_id"]}
+    # a project the org mapping dates has its declared history (int_org_project_team_periods)
+    dated = {
+        r["project_id"]
+        for r in rows_of(dbt.ref("int_org_project_team_periods").project("project_id"))
+    }
+    mapping = {
+        r["project_id"]: r["team_id"] for r in org if r["team_id"] and r["project_id"] not in dated
+    }
     declared = Declared.of(org)
     pods = rows_of(
         dbt.ref("int_workload_features")

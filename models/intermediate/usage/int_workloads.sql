@@ -13,8 +13,10 @@
 -- (declared_match in int_workload_attribution_scores): method cold_start (project) or cold_start_team.
 -- Before the model: a workload whose own name (pod, owner) singles out one project of the org mapping goes to it when
 -- that path's precision on the labelled workloads reaches the target (declared_match name): method declared_name.
--- Hand-overs: a workload of a project its pods' team labels show handed to another team
--- (int_project_team_handovers) that starts at or after the hand-over is that team's, whoever placed the project.
+-- Teams over time: a workload of a project the org mapping dates (int_org_project_team_periods) is the team's of
+-- the period it started in; else, of a project its pods show handed to another team (int_project_team_handovers),
+-- the new team's when it starts at or after the hand-over; whoever placed the project. Otherwise (and for a start
+-- outside every dated period) the mapping's current team.
 -- attribution_confidence: 1 for declared owners, the model's probability for model owners (the team's for
 -- model_team), 0 otherwise.
 {%- set suspense_team = var('gpucost_attribution_suspense_team_id') %}
@@ -42,6 +44,12 @@ org_mapping as (
 handovers as (
 
     select * from {{ ref('int_project_team_handovers') }}
+
+),
+
+periods as (
+
+    select * from {{ ref('int_org_project_team_periods') }}
 
 ),
 
@@ -159,9 +167,14 @@ handed_over as (
 
     select
         owned.*,
-        coalesce(handovers.to_team_id, owned.team_id) as owner_team_id
+        coalesce(periods.team_id, handovers.to_team_id, owned.team_id) as owner_team_id
     from owned
     left join starts on owned.workload_id = starts.workload_id
+    left join periods
+        on
+        owned.project_id = periods.project_id
+        and starts.started_epoch >= coalesce(periods.valid_from_epoch, starts.started_epoch)
+        and starts.started_epoch < coalesce(periods.valid_to_epoch, starts.started_epoch + 1)
     left join handovers
         on
         owned.project_id = handovers.project_id

@@ -1,23 +1,37 @@
--- The organisation mapping (project -> team) from <landing>/reference/*.csv, when one is landed.
+-- The organisation mapping (project -> team) from <landing>/reference/*.csv, when one is landed: one row per
+-- project, its current one. A dated mapping (valid_from / valid_to) has a row per period: the current row is the
+-- open one (no valid_to), else the one that ended last; int_org_project_team_periods keeps the earlier periods.
 with
 
-source as (
+mapping_rows as (
 
-    {{ read_optional_csv('reference/*.csv', ['project_id', 'project_name', 'team_id', 'team_name', 'cost_center']) }}
+    select * from {{ ref('base_reference__org_mapping_rows') }}
+
+),
+
+ranked as (
+
+    select
+        *,
+        row_number() over (
+            partition by project_id
+            order by valid_to desc nulls first, valid_from desc nulls last, source_file asc, team_id asc
+        ) as period_rank
+    from mapping_rows
 
 ),
 
 final as (
 
     select
-        lower(trim(project_id)) as project_id,
-        lower(trim(team_id)) as team_id,
-        trim(project_name) as project_name,
-        trim(team_name) as team_name,
-        trim(cost_center) as cost_center,
-        filename as source_file
-    from source
-    where nullif(trim(project_id), '') is not null
+        project_id,
+        team_id,
+        project_name,
+        team_name,
+        cost_center,
+        source_file
+    from ranked
+    where period_rank = 1
 
 )
 
