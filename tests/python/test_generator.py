@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpucost.synth import MonthConfig, generate_month
-from gpucost.synth.reference import DCGM_METRICS, FOCUS_COLUMNS, KUBE_METRICS
+from gpucost.synth.reference import DCGM_METRICS, FOCUS_COLUMNS, HANDOFF_PROJECT, KUBE_METRICS
 
 EXPECTED_HEADER = [
     "AvailabilityZone",
@@ -471,6 +471,28 @@ def _org(root: Path) -> dict[str, str]:
         return {r["project_id"]: r["team_id"] for r in csv.DictReader(f)}
 
 
+def test_a_dated_org_mapping_dates_the_handover_where_the_truth_has_it(tmp_path: Path) -> None:
+    config = MonthConfig(seed=5, **HARD_FLEET, dated_org_mapping=True)
+    generate_month(tmp_path / "landing", config, truth_csv=tmp_path / "truth.csv")
+    with (tmp_path / "landing" / "reference" / "org_mapping.csv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    project, new_team = HANDOFF_PROJECT
+    dated = [r for r in rows if r["valid_from"] or r["valid_to"]]
+    old, new = sorted(dated, key=lambda r: r["valid_from"])
+    assert (old["project_id"], new["project_id"], new["team_id"]) == (project, project, new_team)
+    assert old["valid_from"] == "" and old["valid_to"] == new["valid_from"] != ""
+    assert new["valid_to"] == "" and new["team_name"] != old["team_name"]
+    # the truth's first workload of the new team starts on the day the mapping gives it
+    with (tmp_path / "truth.csv").open(encoding="utf-8") as f:
+        moved = [r for r in csv.DictReader(f) if r["project_id"] == project]
+    first = min(r["started_at"] for r in moved if r["team_id"] == new_team)
+    assert first[:10] >= new["valid_from"]
+    assert all(r["team_id"] != new_team for r in moved if r["started_at"][:10] < new["valid_from"])
+    # the undated month writes no date columns
+    generate_month(tmp_path / "plain", MonthConfig(seed=5, **HARD_FLEET))
+    assert "valid_from" not in (tmp_path / "plain" / "reference" / "org_mapping.csv").read_text()
+
+
 def _pod_labels(root: Path) -> dict[str, dict[str, str]]:
     return {labels["uid"]: labels for _, labels, _ in _series(root, "kube", "kube_pod_labels")}
 
@@ -483,6 +505,7 @@ def test_hard_month_is_deterministic_and_knobs_leave_the_plain_month_alone(tmp_p
     # the hard mode's knobs are read in hard mode only: the plain month does not move
     knobs = {"never_tagging_teams": 3, "wrong_tag_share": 0.5, "namespace_layouts": ("shared",)}
     knobs |= {"pod_spec_share": 0.0, "born_projects": 2, "handover_share": 1.0}
+    knobs |= {"dated_org_mapping": True}
     generate_month(tmp_path / "c", MonthConfig(seed=4, **TINY))
     generate_month(tmp_path / "d", MonthConfig(seed=4, **TINY, **knobs))
     assert _tree_digest(tmp_path / "c") == _tree_digest(tmp_path / "d")

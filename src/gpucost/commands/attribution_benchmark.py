@@ -321,6 +321,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         " single month: the grid's configurations set their own)",
     )
     parser.add_argument(
+        "--dated-org-mapping",
+        action="store_true",
+        help="grid: the org mapping dates the project handed to another team (valid_from /"
+        " valid_to), as an organisation that records it would",
+    )
+    parser.add_argument(
         "--workloads", type=int, default=100_000, help="workloads for the timing (0 to skip)"
     )
     parser.set_defaults(func=run)

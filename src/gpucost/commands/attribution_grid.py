@@ -309,6 +309,7 @@ def run_grid(args: argparse.Namespace) -> int:
                 step_seconds=args.step,
                 clusters=clusters,
                 hard=True,
+                dated_org_mapping=getattr(args, "dated_org_mapping", False),
                 **CONFIGURATIONS[name],
             )
             for name in names

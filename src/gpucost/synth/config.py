@@ -51,6 +51,9 @@ class MonthConfig:
       (``batch`` for jobs, ``default`` for notebooks, serving and ETL). ``namespace_drift``
       (default 0.15): in a per-project layout, the share of a person's work for another project
       than their main one that runs in their main project's namespace (the one they work in).
+    * ``dated_org_mapping`` (default False): the org mapping dates the hand-over (columns
+      ``valid_from`` / ``valid_to``: the handed project's old team until the first midnight at or
+      after the hand-over, its new team from then), as an organisation that records it would.
 
     ``resolution`` ``hourly`` writes the telemetry as ``gpucost collect --resolution hourly``
     lands it from a Prometheus holding the raw month (gpucost.synth.hourly), without the raw
@@ -83,6 +86,7 @@ class MonthConfig:
     pod_spec_share: float = 0.75
     namespace_layouts: tuple[str, ...] = ("team", "project", "shared")
     namespace_drift: float = 0.15
+    dated_org_mapping: bool = False
     resolution: str = "raw"
 
     def __post_init__(self) -> None:

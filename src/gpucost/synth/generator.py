@@ -250,7 +250,16 @@ def generate_month(
     bill_rng = random.Random(f"{seed}/bill")
     focus = FocusWriter(out_dir, account_id, "Acme ML Payer")
     files = 1
-    write_org(out_dir)
+    handoff = None
+    if hard and config.dated_org_mapping:
+        # the first midnight at or after the hand-over: the date its new team owns it from
+        day = -(-confusions["handoff_at"] // 86_400) * 86_400
+        handoff = (
+            HANDOFF_PROJECT[0],
+            HANDOFF_PROJECT[1],
+            datetime.fromtimestamp(day, UTC).strftime("%Y-%m-%d"),
+        )
+    write_org(out_dir, handoff)
     samples_total = 0
     serving_states: dict = {}  # each inference pod's counters, carried from day to day
     allocated_gpu_s = 0

@@ -105,13 +105,25 @@ def _pod_object(p: Pod) -> dict[str, Any]:
     }
 
 
-def write_org(out_dir: Path) -> Path:
+def write_org(out_dir: Path, handoff: tuple[str, str, str] | None = None) -> Path:
+    """The org mapping, one row per project; with ``handoff`` (project, new team, UTC date) a
+    dated mapping instead (columns valid_from, valid_to): the project's row until that date, the
+    new team's from it."""
     path = out_dir / "reference" / "org_mapping.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
+    teams = {team_id: (team_name, cc) for team_id, team_name, cc, _ in TEAMS}
     with path.open("w", encoding="utf-8", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(("project_id", "project_name", "team_id", "team_name", "cost_center"))
+        header = ("project_id", "project_name", "team_id", "team_name", "cost_center")
+        w.writerow(header + (("valid_from", "valid_to") if handoff else ()))
         for team_id, team_name, cc, projects in TEAMS:
             for pid, pname, _ in projects:
-                w.writerow((pid, pname, team_id, team_name, cc))
+                if handoff is None:
+                    w.writerow((pid, pname, team_id, team_name, cc))
+                elif pid != handoff[0]:
+                    w.writerow((pid, pname, team_id, team_name, cc, "", ""))
+                else:
+                    new_team, day = handoff[1], handoff[2]
+                    w.writerow((pid, pname, team_id, team_name, cc, "", day))
+                    w.writerow((pid, pname, new_team, *teams[new_team], day, ""))
     return path
