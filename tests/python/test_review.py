@@ -257,11 +257,24 @@ def test_markdown_literal_shows_landed_text_as_it_is():
         assert raw not in escaped
 
 
+def _review_page(warehouse: Path, tmp_path: Path, monkeypatch):
+    """The review page rendered in process (streamlit.testing) from ``warehouse``'s published
+    marts, with an empty overrides file; it must render without an exception."""
+    from streamlit.testing.v1 import AppTest
+
+    out_dir = tmp_path / "parquet"
+    publish_marts(warehouse, out_dir, log=None)
+    monkeypatch.setenv("GPUCOST_PARQUET_DIR", str(out_dir))
+    monkeypatch.setenv(review.OVERRIDES_ENV, str(_overrides(tmp_path)))
+    page = PROJECT_DIR / "dashboard" / "pages" / "review.py"
+    app = AppTest.from_file(str(page), default_timeout=60).run()
+    assert not app.exception
+    return app
+
+
 def test_review_page_shows_each_reason_as_its_own_section(
     generated_warehouse, tmp_path, monkeypatch
 ):
-    from streamlit.testing.v1 import AppTest
-
     tampered = generated_warehouse.copy("review_sections")
     with duckdb.connect(str(tampered)) as con:
         con.execute(
@@ -271,13 +284,7 @@ def test_review_page_shows_each_reason_as_its_own_section(
         reasons = con.sql(
             "select count(distinct review_reason) from marts.rpt_attribution_review"
         ).fetchall()[0][0]
-    out_dir = tmp_path / "parquet"
-    publish_marts(tampered, out_dir, log=None)
-    monkeypatch.setenv("GPUCOST_PARQUET_DIR", str(out_dir))
-    monkeypatch.setenv(review.OVERRIDES_ENV, str(_overrides(tmp_path)))
-    page = PROJECT_DIR / "dashboard" / "pages" / "review.py"
-    app = AppTest.from_file(str(page), default_timeout=60).run()
-    assert not app.exception
+    app = _review_page(tampered, tmp_path, monkeypatch)
     headers = [header.value for header in app.header]
     # one section per reason in the queue (the month has team-only items too), in the page's order
     assert headers[0].startswith("Unplaced workloads") and len(headers) == reasons >= 2
@@ -360,8 +367,6 @@ def decide_in_browser(
 def test_a_stale_org_mapping_is_listed_after_the_queue_and_on_the_page(
     generated_warehouse, tmp_path, monkeypatch, capsys
 ):
-    from streamlit.testing.v1 import AppTest
-
     # the generated month hands no project over: nothing to list there
     assert generated_warehouse.sql("select count(*) from marts.rpt_team_handovers") == [(0,)]
     _, out, _ = _review(capsys, "list", "--warehouse", str(generated_warehouse.path))
@@ -383,13 +388,7 @@ def test_a_stale_org_mapping_is_listed_after_the_queue_and_on_the_page(
         " since 2026-10-09 03:20 UTC (12 of 12 labelled pods since, 6 of 7 before);"
         " 21 workloads charged to recsys, 1,234.57 USD"
     )
-    out_dir = tmp_path / "parquet"
-    publish_marts(tampered, out_dir, log=None)
-    monkeypatch.setenv("GPUCOST_PARQUET_DIR", str(out_dir))
-    monkeypatch.setenv(review.OVERRIDES_ENV, str(_overrides(tmp_path)))
-    page = PROJECT_DIR / "dashboard" / "pages" / "review.py"
-    app = AppTest.from_file(str(page), default_timeout=60).run()
-    assert not app.exception
+    app = _review_page(tampered, tmp_path, monkeypatch)
     assert app.header[-1].value == "The org mapping looks out of date"
     [table] = app.dataframe
     [row] = table.value.to_dict("records")
