@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from gpucost.core.attribution.cold_start import Declared
 from gpucost.core.attribution.handovers import TeamEvidence, declared_team, find_handovers
-from gpucost.engines.arrow_io import rows_of, table_of
+from gpucost.engines.arrow_io import config_text, rows_of, table_of
 
 SCHEMA = pa.schema(
     [
@@ -55,7 +55,7 @@ def model(dbt, session):
         )
     )
     found = []
-    if str(detect).strip().lower() not in ("false", "0", "none", ""):
+    if (config_text(detect) or "false").lower() == "true":
         evidence = []
         for r in pods:
             team = declared_team(r["team_label"], r["namespace"], declared)
