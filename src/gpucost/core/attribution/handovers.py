@@ -27,7 +27,7 @@ each with its evidence).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -93,19 +93,15 @@ def _ordered(evidence: Iterable[TeamEvidence]) -> dict[str, list[TeamEvidence]]:
 def _split(rows: list[TeamEvidence], mapped: str, rule: HandoverRule) -> Handover | None:
     n = len(rows)
     best: tuple[int, Handover] | None = None
-    # suffix counts of each team, so that a split costs O(teams)
-    after_counts: list[dict[str, int]] = [{} for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        counts = dict(after_counts[i + 1])
-        counts[rows[i].team_id] = counts.get(rows[i].team_id, 0) + 1
-        after_counts[i] = counts
+    # each team's pods from the split on: every pod at first, one fewer per split passed
+    after_counts = Counter(e.team_id for e in rows)
     mapped_before = 0
     for i in range(n):
         if i >= rule.min_before and n - i >= rule.min_after:
             before_span = rows[i - 1].started_epoch - rows[0].started_epoch
             after_span = rows[-1].started_epoch - rows[i].started_epoch
             new_team = rows[i].team_id
-            agreeing = after_counts[i].get(new_team, 0)
+            agreeing = after_counts[new_team]
             if (
                 new_team != mapped
                 and mapped_before >= rule.before_share * i
@@ -128,6 +124,7 @@ def _split(rows: list[TeamEvidence], mapped: str, rule: HandoverRule) -> Handove
                 if best is None or score > best[0]:
                     best = (score, found)
         mapped_before += rows[i].team_id == mapped
+        after_counts[rows[i].team_id] -= 1
     return best[1] if best else None
 
 
@@ -136,7 +133,7 @@ def find_handovers(
     mapping: Mapping[str, str],
     rule: HandoverRule | None = None,
 ) -> list[Handover]:
-    """The projects of ``mapping`` (project -> team) whose pods' team labels show a hand-over.
+    """The projects of ``mapping`` (project -> team) whose pods' declared teams show a hand-over.
 
     Evidence for a project the mapping does not list, or whose team it does not name, is ignored."""
     rule = rule or HandoverRule()
