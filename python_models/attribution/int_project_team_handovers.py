@@ -8,6 +8,9 @@ Off (no rows) with var gpucost_attribution_detect_handovers false, or without an
 
 import pyarrow as pa
 
+# the package before its submodules (tests/python/test_python_model_config.py: two dbt threads
+# importing one package's submodules first deadlock on Python's import locks)
+import gpucost.core.attribution  # noqa: F401
 from gpucost.core.attribution.cold_start import Declared
 from gpucost.core.attribution.handovers import TeamEvidence, declared_team, find_handovers
 from gpucost.engines.arrow_io import config_text, rows_of, table_of

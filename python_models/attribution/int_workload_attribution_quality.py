@@ -15,6 +15,8 @@ from decimal import Decimal
 import narwhals as nw
 import pyarrow as pa
 
+# the package before its submodules (tests/python/test_python_model_config.py)
+import gpucost.core.attribution  # noqa: F401
 from gpucost.core.attribution.cold_start import LEVELS
 from gpucost.core.attribution.quality import (
     cold_start_rows,
