@@ -1,13 +1,14 @@
 {#- stg_dcgm__gpu_samples' rows, from the DCGM series table `series` (base_dcgm__series): one row per GPU, pod
     and scrape time with the DCGM fields side by side (duplicate scrapes collapse); from hourly aggregates, one
-    row per GPU, pod and hour. With since_epoch, only the rows sampled at or after it: exactly
-    `select * from stg_dcgm__gpu_samples where sampled_epoch >= since_epoch`, but the series that end before it
-    are left out before their samples are unnested (a filter on the view's sampled_epoch cannot reach them: it
-    is a list element). For the readers that keep the samples after an incremental cutoff
+    row per GPU, pod and hour. With since_epoch, only the rows sampled at or after it (and with until_epoch,
+    before it): exactly `select * from stg_dcgm__gpu_samples where sampled_epoch >= since_epoch and sampled_epoch
+    < until_epoch`, but the series that end before since_epoch (or start at or after until_epoch) are left out
+    before their samples are unnested (a filter on the view's sampled_epoch cannot reach them: it is a list
+    element). For the readers that keep the samples after an incremental cutoff
     (int_telemetry_sample_intervals, int_gpu_usage_hourly, and the view's key test through get_where_subquery).
     The series are grouped by their labels first (a few rows per GPU and file), so the per-sample pivot groups by
     a number and a time instead of twelve label columns. -#}
-{% macro dcgm_gpu_samples(series, since_epoch=none) -%}
+{% macro dcgm_gpu_samples(series, since_epoch=none, until_epoch=none) -%}
 with
 
 source as (
@@ -18,6 +19,9 @@ source as (
         {%- if since_epoch is not none %}
         -- a series ending before since_epoch holds no sample the caller keeps: not unnested at all
         and last_sampled_epoch >= {{ since_epoch }}
+        {%- endif %}
+        {%- if until_epoch is not none %}
+        and first_sampled_epoch < {{ until_epoch }}
         {%- endif %}
 
 ),
@@ -73,8 +77,8 @@ pivoted as (
         -- hourly aggregates (gpucost collect --resolution hourly): the seconds the series was scraped that hour
         max(case when metric_name = 'gpucost_dcgm_sample_seconds_1h' then sample_value end) as covered_seconds
     from samples
-    {%- if since_epoch is not none %}
-    where sampled_epoch >= {{ since_epoch }}
+    {%- if since_epoch is not none or until_epoch is not none %}
+    where {{ epoch_within('sampled_epoch', since_epoch, until_epoch) }}
     {%- endif %}
     group by 1, 2
 

@@ -93,3 +93,96 @@
         select 1
     {%- endif -%}
 {%- endmacro %}
+
+{#- int_gpu_usage_hourly's hours from the cutoff on (usage_hourly_cutoff), as chunks of whole hours:
+    a list of [since, until] epochs (until none: every hour after since), the first from the cutoff, the last
+    open-ended. As many chunks of equal hours as the DCGM samples from the cutoff on need at var
+    gpucost_usage_samples_per_chunk each (series with samples there, counted by base_dcgm__series'
+    sample_count). One chunk when the var is null, on Spark, and before base_dcgm__series exists. -#}
+{% macro usage_hour_chunks(log_progress=false) -%}
+    {%- set cutoff = usage_hourly_cutoff() -%}
+    {%- set per_chunk = var('gpucost_usage_samples_per_chunk', none) -%}
+    {%- set series = ref('base_dcgm__series') -%}
+    {%- if not execute or target.type == 'spark' or per_chunk is none or load_relation(series) is none -%}
+        {{ return([[cutoff, none]]) }}
+    {%- endif -%}
+    {%- set extent_query -%}
+        select
+            cast(coalesce(sum(sample_count), 0) as bigint),
+            cast({{ epoch_hour_floor('greatest(min(first_sampled_epoch), ' ~ cutoff ~ ')') }} as bigint),
+            cast({{ epoch_hour_floor('max(last_sampled_epoch)') }} as bigint)
+        from {{ series }}
+        where sample_count > 0 and last_sampled_epoch >= {{ cutoff }}
+    {%- endset -%}
+    {%- set extent = run_query(extent_query).rows[0] -%}
+    {%- set samples = extent[0] | int -%}
+    {%- set count = (samples / (per_chunk | int)) | round(0, 'ceil') | int -%}
+    {%- if count <= 1 or extent[1] is none -%}
+        {{ return([[cutoff, none]]) }}
+    {%- endif -%}
+    {%- set first_hour = extent[1] | int -%}
+    {%- set hours = ((extent[2] | int) - first_hour) // 3600 + 1 -%}
+    {%- set step = ((hours / count) | round(0, 'ceil') | int) * 3600 -%}
+    {%- set chunks = [] -%}
+    {%- for start in range(first_hour, first_hour + hours * 3600, step) -%}
+        {%- do chunks.append([cutoff if loop.first else start, none if loop.last else start + step]) -%}
+    {%- endfor -%}
+    {%- if log_progress -%}
+        {%- do log(this.identifier ~ ": " ~ "{:,}".format(samples) ~ " DCGM samples in " ~ chunks | length
+            ~ " chunks of " ~ step // 3600 ~ " h (var gpucost_usage_samples_per_chunk: "
+            ~ "{:,}".format(per_chunk | int) ~ ")", info=true) -%}
+    {%- endif -%}
+    {{ return(chunks) }}
+{%- endmacro %}
+
+{#- The table of int_gpu_usage_hourly's chunks after the first (usage_hour_chunks), beside it. -#}
+{% macro later_usage_chunks_relation() -%}
+    {{ return(this.incorporate(path={'identifier': this.identifier ~ '__later_chunks'})) }}
+{%- endmacro %}
+
+{#- pre-hook of int_gpu_usage_hourly (before delete_usage_hours_to_recompute: the plan reads the table as it
+    was): its chunks after the first, the model's SQL being the first, as rows of a table beside it for the
+    post-hook (insert_later_usage_chunks) to build once the first chunk is in. No table with one chunk. -#}
+{% macro write_later_usage_chunks() -%}
+    {%- if target.type == 'spark' -%}{{ return('select 1') }}{%- endif -%}
+    {%- set chunks = usage_hour_chunks(log_progress=true) -%}
+    {%- set plan = later_usage_chunks_relation() -%}
+    {%- if chunks | length <= 1 -%}
+        drop table if exists {{ plan }}
+    {%- else -%}
+        create or replace table {{ plan }} as
+        select * from (values
+            {%- for chunk in chunks[1:] %}
+            ({{ loop.index + 1 }}, {{ chunk[0] }}, {{ chunk[1] if chunk[1] is not none else 'null' }})
+            {{- ',' if not loop.last }}
+            {%- endfor %}
+        ) as chunks (chunk_number, since_epoch, until_epoch)
+    {%- endif -%}
+{%- endmacro %}
+
+{#- post-hook of int_gpu_usage_hourly: inserts the hours of each chunk the pre-hook planned after the first
+    (gpu_usage_hours), one chunk at a time, logging each, then drops the plan. -#}
+{% macro insert_later_usage_chunks() -%}
+    {%- if not execute or target.type == 'spark' -%}{{ return('select 1') }}{%- endif -%}
+    {%- set plan = later_usage_chunks_relation() -%}
+    {#- information_schema, not adapter.get_relation: dbt's relation cache does not see the pre-hook's table -#}
+    {%- set found_query -%}
+        select count(*) from information_schema.tables
+        where table_catalog = '{{ plan.database }}' and table_schema = '{{ plan.schema }}'
+            and table_name = '{{ plan.identifier }}'
+    {%- endset -%}
+    {%- if run_query(found_query).columns[0].values()[0] == 0 -%}{{ return('select 1') }}{%- endif -%}
+    {%- set chunks = run_query(
+        'select chunk_number, since_epoch, until_epoch from ' ~ plan ~ ' order by chunk_number'
+    ).rows -%}
+    {%- for chunk in chunks -%}
+        {%- set until = chunk[2] | int if chunk[2] is not none else none -%}
+        {%- set since = modules.datetime.datetime.fromtimestamp(chunk[1] | int, modules.pytz.utc) -%}
+        {%- do log(this.identifier ~ ": chunk " ~ chunk[0] ~ " of " ~ (chunks | length + 1) ~ " (hours from "
+            ~ since.strftime('%Y-%m-%dT%H:%MZ') ~ ")", info=true) -%}
+        {%- do run_query(
+            'insert into ' ~ this ~ ' by name select * from (' ~ gpu_usage_hours(chunk[1] | int, until) ~ ') as chunk'
+        ) -%}
+    {%- endfor -%}
+    drop table if exists {{ plan }}
+{%- endmacro %}

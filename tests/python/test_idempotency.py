@@ -154,12 +154,18 @@ def test_every_file_landed_twice_and_a_build_killed_midway_change_no_mart(
 
 # a 6-hour lookback so the run really is partial; the attribution retrains whenever a later workload
 # arrived (schedule of 0 days: the default, 7, keeps the version trained without day 3 and scores
-# day 3's workloads with it, which a full refresh would not; int_attribution_model_versions)
-LOOKBACK = ("--vars", "{gpucost_lookback_hours: 6, gpucost_attribution_retrain_days: 0}")
-RETRAIN = (
-    "--vars",
-    "{gpucost_lookback_hours: 6, gpucost_attribution_retrain_days: 0, gpucost_attribution_retrain: true}",
+# day 3's workloads with it, which a full refresh would not; int_attribution_model_versions); and
+# int_gpu_usage_hourly built a few hours at a time (20,000 DCGM samples a chunk: the session's full
+# build is one chunk, so chunked builds are compared with one pass over every hour)
+INCREMENTAL = (
+    "gpucost_lookback_hours: 6, gpucost_attribution_retrain_days: 0,"
+    " gpucost_usage_samples_per_chunk: 20000"
 )
+LOOKBACK = ("--vars", "{" + INCREMENTAL + "}")
+RETRAIN = ("--vars", "{" + INCREMENTAL + ", gpucost_attribution_retrain: true}")
+# the plan (pre-hook) and each chunk after the first (post-hook), as the build logs them
+CHUNKS = re.compile(r"int_gpu_usage_hourly: [\d,]+ DCGM samples in (\d+) chunks of (\d+) h")
+CHUNK = re.compile(r"int_gpu_usage_hourly: chunk (\d+) of (\d+) \(hours from ")
 
 
 @dataclass
@@ -168,6 +174,7 @@ class LateTelemetry:
 
     landing: Path
     warehouse: Path
+    first_stdout: str
     second_stdout: str
     first_loaded: dict[str, dict[str, str]]  # kind -> file -> loaded_at, after the first build
     late_files: set[str]  # the telemetry files that landed late
@@ -208,7 +215,7 @@ def late_telemetry(generated_warehouse, tmp_path_factory) -> LateTelemetry:
         shutil.move(folder, landing / folder.relative_to(late))
     second = run_dbt(landing, warehouse, root, "build", *LOOKBACK, *MODELS_ONLY)
     assert second.returncode == 0, second.stdout[-4000:]
-    return LateTelemetry(landing, warehouse, second.stdout, first_loaded, late_files)
+    return LateTelemetry(landing, warehouse, first.stdout, second.stdout, first_loaded, late_files)
 
 
 def test_an_incremental_run_with_late_telemetry_equals_a_full_refresh(
@@ -216,6 +223,15 @@ def test_an_incremental_run_with_late_telemetry_equals_a_full_refresh(
 ):
     # the incremental build of late_telemetry against the full build of everything
     assert "incremental model intermediate.int_gpu_usage_hourly" in late_telemetry.second_stdout
+    # both builds made int_gpu_usage_hourly in several chunks of hours, each chunk after the first
+    # logged by the post-hook that inserted it (the second build's from its cutoff on: fewer hours)
+    plans = []
+    for stdout in (late_telemetry.first_stdout, late_telemetry.second_stdout):
+        ((chunks, hours),) = CHUNKS.findall(stdout)
+        assert int(chunks) > 1
+        assert CHUNK.findall(stdout) == [(str(n), chunks) for n in range(2, int(chunks) + 1)]
+        plans.append(int(chunks) * int(hours))
+    assert plans[1] < plans[0]
     # the incremental sequence trained twice (without day 3, then with it, on schedule only: day 3's
     # metrics brought new workloads, some of them started before the first version's horizon, and no
     # label of a workload it read changed), the full build once: the current version is the same
