@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import math
+import shutil
 
 import pytest
 
@@ -121,6 +122,22 @@ def test_hold_back_moves_only_the_last_days_metrics(tmp_path):
     benchmark.land_held_back(landing, held)
     assert len(list(landing.glob("metrics/*/c1/*/m.json"))) == 4
     assert not list(held.glob("metrics/*/*/*"))
+
+
+def test_a_landing_given_is_linked_and_holding_back_leaves_it_whole(tmp_path):
+    source, landing, held = tmp_path / "source", tmp_path / "landing", tmp_path / "held"
+    for date in ("2026-10-01", "2026-10-02"):
+        folder = source / "metrics" / "dcgm" / "c1" / date
+        folder.mkdir(parents=True)
+        (folder / "m.json").write_text(date)
+    shutil.copytree(source, landing, copy_function=benchmark.link_or_copy)
+    files = sorted(source.rglob("m.json"))
+    assert [f.stat().st_ino for f in files] == [
+        (landing / f.relative_to(source)).stat().st_ino for f in files
+    ]
+    benchmark.hold_back_last_day(landing, held, "2026-10-01", 2)
+    assert sorted(p.parent.name for p in landing.rglob("m.json")) == ["2026-10-01"]
+    assert [f.read_text() for f in sorted(source.rglob("m.json"))] == ["2026-10-01", "2026-10-02"]
 
 
 def test_benchmark_rejects_a_single_day(capsys):
