@@ -20,7 +20,11 @@ export DBT_SEND_ANONYMOUS_USAGE_STATS=false
 # importing them took 15.9 s of CPU without the cache, 5.5 s with it; one sqlfluff file 37.5 -> 20.7 s)
 unset PYTHONDONTWRITEBYTECODE
 
-echo "== ruff"
+# each step's heading says when it started, in seconds since this script did (bash's SECONDS), so a slow CI run
+# shows which step took the time (docs/testing.md: this machine's speed differs from one session to the next)
+step() { echo "== $1 (at ${SECONDS} s)"; }
+
+step "ruff"
 .venv/bin/ruff check src tests python_models dashboard
 .venv/bin/ruff format --check src tests python_models dashboard
 
@@ -33,18 +37,18 @@ mkdir -p "$scratch/landing"
 # The SQL layer on local Spark (docs/spark.md) builds in the background while sqlfluff and dbt parse run
 # (each mostly one core of two); pytest starts when they are done, and the Spark build's result is read
 # after pytest (it ends in pytest's first minute: the core is not left idle waiting for it).
-echo "== dbt build on local Spark (target spark, selector sql_only; in the background)"
+step "dbt build on local Spark (target spark, selector sql_only; in the background)"
 setsid bash scripts/spark_build.sh "$scratch/spark" >"$scratch/spark.out" 2>&1 &
 spark_pid=$!
 
-echo "== sqlfluff (duckdb dialect, dbt templater)"
+step "sqlfluff (duckdb dialect, dbt templater)"
 # sqlfluff's Rust parser (sqlfluffrs, the rs extra) leaves nanobind's leak report of DuckDB's objects on
 # stderr at exit (the dbt templater's adapter): noise, filtered; sqlfluff's own exit status stands
 GPUCOST_LANDING_DIR="$scratch/landing" GPUCOST_WAREHOUSE="$scratch/lint.duckdb" \
     .venv/bin/sqlfluff lint models tests/singular 2>&1 \
     | { grep -v -E '^(nanobind: |See https://nanobind| - leaked | - \.\.\. skipped remainder)' || true; }
 
-echo "== dbt parse"
+step "dbt parse"
 # laid out as the tests' parse is (tests/python/landing_zones.py parse_template: the warehouse named
 # relative to dbt's working folder, one thread as under pytest-xdist), so pytest starts from this parse
 root="$PWD"
@@ -54,16 +58,16 @@ mkdir -p "$scratch/parse/landing"
     --profiles-dir "$root" --target-path "$scratch/parse/target" --log-path "$scratch/parse/logs" >/dev/null)
 export GPUCOST_TEST_PARSE_SEED="$scratch/parse/target/partial_parse.msgpack"
 
-echo "== dbt-score and dbt-bouncer (the parsed manifest: docs, keys, layers; docs/dbt-conventions.md)"
+step "dbt-score and dbt-bouncer (the parsed manifest: docs, keys, layers; docs/dbt-conventions.md)"
 .venv/bin/dbt-score lint --manifest "$scratch/parse/target/manifest.json" --show failing-items
 DBT_PROJECT_DIR="$scratch/parse" .venv/bin/dbt-bouncer run --config-file dbt-bouncer.yml --output-only-failures
 
-echo "== browser for the dashboard test (Debian chromium, playwright-core via npm ci)"
+step "browser for the dashboard test (Debian chromium, playwright-core via npm ci)"
 bash scripts/install_browser.sh
-echo "== prometheus and promtool for the collector test (Debian's prometheus package)"
+step "prometheus and promtool for the collector test (Debian's prometheus package)"
 bash scripts/install_prometheus.sh
 
-echo "== pytest"
+step "pytest"
 # GPUCOST_TEST_WORKERS processes (default 2 = pytest-xdist, loadgroup; 1 = serial); extra arguments go to pytest
 workers="${GPUCOST_TEST_WORKERS:-2}"
 parallel=()
@@ -75,11 +79,11 @@ fi
 pytest_status=0
 GPUCOST_REQUIRE_SPARK=1 .venv/bin/python -m pytest tests/python "${parallel[@]}" "$@" || pytest_status=$?
 
-echo "== dbt build on local Spark: result (seeds, SQL models, data tests; every table equal to DuckDB's)"
+step "dbt build on local Spark: result (seeds, SQL models, data tests; every table equal to DuckDB's)"
 spark_status=0
 wait "$spark_pid" || spark_status=$?
 spark_pid=""
 cat "$scratch/spark.out"
 [ "$spark_status" -eq 0 ] || { echo "spark build failed (exit $spark_status)"; exit 1; }
+echo "== done (at ${SECONDS} s)"
 exit "$pytest_status"
-
