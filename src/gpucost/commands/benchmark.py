@@ -294,13 +294,17 @@ def measure_floor(landing: Path, memory_limit: str) -> tuple[float, int, int, in
     return seconds, len(files), int(samples or 0), int(node_hours or 0), int(threads)
 
 
-def build_failure(code: int, work: Path, log: str, since: float) -> str:
-    """The one line a failed benchmark build raises: the exit code, the log, and the advice when
+def build_failure(
+    code: int, work: Path, log: str, since: float, seconds: float, peak_rss_mb: float
+) -> str:
+    """The one line a failed benchmark build raises: the exit code, how long it ran and its peak
+    memory (what a memory target is read against, failed or not), the log, and the advice when
     DuckDB ran out of memory (gpucost.commands.project.out_of_memory_hint)."""
     from gpucost.commands.project import out_of_memory_hint
 
     hint = out_of_memory_hint(work / "target" / "run_results.json", since)
-    return f"dbt build failed (exit {code}); see {work / log}" + (f". {hint}" if hint else "")
+    ran = f"after {seconds:.1f}s, peak RSS {peak_rss_mb:.0f} MB"
+    return f"dbt build failed (exit {code}) {ran}; see {work / log}" + (f". {hint}" if hint else "")
 
 
 def run_dbt_build(project_dir: Path, landing: Path, warehouse: Path, work: Path, log: Path):
@@ -591,7 +595,9 @@ def benchmark_tier(
         project_dir, landing, warehouse, work, work / "full_build.log"
     )
     if code:
-        raise RuntimeError(build_failure(code, work, "full_build.log", started_build))
+        raise RuntimeError(
+            build_failure(code, work, "full_build.log", started_build, full_s, full_rss)
+        )
     rows_full = hourly_rows(warehouse)
     _say(
         f"{tag}: full build {full_s:.1f}s, peak RSS {full_rss:.0f} MB "
@@ -605,7 +611,9 @@ def benchmark_tier(
         project_dir, landing, warehouse, work, work / "incremental_build.log"
     )
     if code:
-        raise RuntimeError(build_failure(code, work, "incremental_build.log", started_build))
+        raise RuntimeError(
+            build_failure(code, work, "incremental_build.log", started_build, incr_s, incr_rss)
+        )
     rows_incr = hourly_rows(warehouse)
     _say(
         f"{tag}: incremental build {incr_s:.1f}s, peak RSS {incr_rss:.0f} MB "
