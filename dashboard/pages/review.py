@@ -149,7 +149,8 @@ def _handovers(rows: list[dict] | None) -> None:
         return
     st.header(HANDOVERS_HEADING)
     st.caption(
-        "Each project's own labelled pods name its mapped team, then another team. The build "
+        "Each project's own pods that declare a team (a team label, else a namespace named after "
+        "a team) name its mapped team, then another team. The build "
         "charges the project's workloads from that date on to the new team; correct the project's "
         "team in the org mapping (`reference/*.csv`) to settle it."
     )
@@ -160,8 +161,12 @@ def _handovers(rows: list[dict] | None) -> None:
                 "mapped team": row["from_team_id"],
                 "its pods say": row["to_team_id"],
                 "since (UTC)": row["handed_over_at"],
-                "labelled pods since": f"{row['pods_after_agreeing']} of {row['pods_after']}",
-                "labelled pods before": f"{row['pods_before_agreeing']} of {row['pods_before']}",
+                "pods declaring a team since": (
+                    f"{row['pods_after_agreeing']} of {row['pods_after']}"
+                ),
+                "pods declaring a team before": (
+                    f"{row['pods_before_agreeing']} of {row['pods_before']}"
+                ),
                 "workloads moved": row["workloads_moved"],
                 "cost moved": data.fmt_money(row["moved_effective_cost"], row["billing_currency"]),
                 "first pod of the new team": row["first_workload_id"],

@@ -385,7 +385,7 @@ def test_a_stale_org_mapping_is_listed_after_the_queue_and_on_the_page(
     assert head.startswith("The org mapping looks out of date")
     assert line == (
         "  summ\\x1barizer[x](http://evil.example): mapped to team nlp, its pods say team recsys"
-        " since 2026-10-09 03:20 UTC (12 of 12 labelled pods since, 6 of 7 before);"
+        " since 2026-10-09 03:20 UTC (12 of 12 pods declaring a team since, 6 of 7 before);"
         " 21 workloads charged to recsys, 1,234.57 USD"
     )
     app = _review_page(tampered, tmp_path, monkeypatch)
@@ -397,4 +397,8 @@ def test_a_stale_org_mapping_is_listed_after_the_queue_and_on_the_page(
         project,
         "recsys",
         "1,234.57 USD",
+    )
+    assert (row["pods declaring a team since"], row["pods declaring a team before"]) == (
+        "12 of 12",
+        "6 of 7",
     )

@@ -343,7 +343,7 @@ def format_handovers(rows: Sequence[dict]) -> str:
             f"  {_plain(row['project_id'])}: mapped to team {_plain(row['from_team_id'])},"
             f" its pods say team {_plain(row['to_team_id'])}"
             f" since {row['handed_over_at']:%Y-%m-%d %H:%M} UTC"
-            f" ({row['pods_after_agreeing']} of {row['pods_after']} labelled pods since,"
+            f" ({row['pods_after_agreeing']} of {row['pods_after']} pods declaring a team since,"
             f" {row['pods_before_agreeing']} of {row['pods_before']} before);"
             f" {row['workloads_moved']} workloads charged to {_plain(row['to_team_id'])},"
             f" {fmt_money(row['moved_effective_cost'], row['billing_currency'])}"
